@@ -1,0 +1,59 @@
+"""Command line for instructors: ``python -m autograder {build,grade,demo}``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("build", help="regenerate notebooks/ (student versions) from solutions/")
+
+    grade_parser = commands.add_parser("grade", help="autograde SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
+    grade_parser.add_argument("submissions", type=Path, help="folder of submissions, nbgrader's submitted/ layout")
+    grade_parser.add_argument("--out", type=Path, required=True, help="where grades.csv, feedback/ and gradebook.db go")
+    grade_parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: all cores)")
+    grade_parser.add_argument("--cell-timeout", type=int, default=120, help="seconds one cell may run (default 120)")
+    grade_parser.add_argument("--notebook-timeout", type=int, default=900, help="seconds one notebook may run (default 900)")
+    grade_parser.add_argument("--memory-mb", type=int, default=4096, help="memory limit of one notebook's kernel (default 4096)")
+
+    demo_parser = commands.add_parser("demo", help="build, then grade bundled sample submissions (offline)")
+    demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
+    demo_parser.add_argument("--workers", type=int, default=None)
+
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        from .build import build
+
+        changed = build()
+        for path in changed:
+            print(f"updated {path}")
+        print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
+        return 0
+    if args.command == "grade":
+        from .grading import format_table, grade
+        from .sandbox import Limits
+
+        if args.workers < 1:
+            parser.error("--workers must be at least 1")
+        if not args.submissions.is_dir():
+            parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
+        limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout, memory_mb=args.memory_mb)
+        rows = grade(args.submissions, args.out, workers=args.workers, limits=limits)
+        print(format_table(rows))
+        print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+        return 0
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(args.out, args.workers)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

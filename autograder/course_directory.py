@@ -1,0 +1,54 @@
+"""nbgrader configuration for the course's layout, built in one place.
+
+nbgrader's own layout is ``source/``, ``release/``, ``submitted/``, ``autograded/``, ``feedback/``
+under a course root, with ``gradebook.db`` in the root. The course keeps the sources in
+``solutions/`` and the student versions in ``notebooks/``; grading happens in a separate working
+folder (``OUT/course``) so that a grading run never writes into the repository. This module makes the
+``traitlets`` configuration for both uses, and the nbgrader API object that runs on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traitlets.config import Config
+
+# Per-cell limit while autograding (nbgrader's Execute.timeout overrides ExecutePreprocessor.timeout).
+DEFAULT_CELL_TIMEOUT_SECONDS = 120
+
+
+def course_config(root: Path, db_path: Path, *, course_id: str = "transformer-course") -> Config:
+    """Configuration for a course root whose ``source``/``release``/... folders are under ``root``."""
+    config = Config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.course_id = course_id
+    config.CourseDirectory.source_directory = "source"
+    config.CourseDirectory.release_directory = "release"
+    config.CourseDirectory.submitted_directory = "submitted"
+    config.CourseDirectory.autograded_directory = "autograded"
+    config.CourseDirectory.feedback_directory = "feedback"
+    config.CourseDirectory.db_url = f"sqlite:///{db_path}"
+    # Student versions: the stub every solution region becomes.
+    config.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    config.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+    config.NbGraderAPI.log_level = "WARN"
+    return config
+
+
+def make_api(config: Config):
+    """An ``NbGraderAPI`` bound to ``config`` (imported late: nbgrader is slow to import)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def link_sources(root: Path, solutions_dir: Path) -> None:
+    """Make ``root/source`` point at the solutions folder (a symlink, so nothing is copied)."""
+    root.mkdir(parents=True, exist_ok=True)
+    source = root / "source"
+    if source.is_symlink() or source.exists():
+        if source.is_symlink() and source.resolve() == solutions_dir.resolve():
+            return
+        raise FileExistsError(f"{source} exists and is not a link to {solutions_dir}")
+    source.symlink_to(solutions_dir.resolve(), target_is_directory=True)

@@ -1,0 +1,345 @@
+"""``python -m autograder grade SUBMISSIONS --out OUT``: autograde a folder of submissions.
+
+Layout read: ``SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`` (nbgrader's
+``submitted/`` layout). Written:
+
+* ``OUT/gradebook.db``: nbgrader's sqlite gradebook (the real one: ``nbgrader export``,
+  formgrader and ``generate_feedback`` all work on it with ``--CourseDirectory.root=OUT/course``
+  and ``--CourseDirectory.db_url=sqlite:///OUT/gradebook.db``);
+* ``OUT/grades.csv``: ``student_id, assignment, score, max_score, status, detail``;
+* ``OUT/feedback/<student_id>/<assignment>/<notebook>.html``: per-student feedback, with hidden
+  tests shown only by name, points and pass/fail;
+* ``OUT/course/``: nbgrader's working folders (``submitted``, ``autograded``, ``feedback``).
+
+How a submission is graded, in three phases:
+
+1. *Prepare* (parent, serial): read and validate each notebook; an unreadable one gets status
+   ``invalid notebook`` and counts as missing (zero), never stops the batch. nbgrader's sanitising
+   preprocessors put the course's own test cells, hidden tests included, back in place.
+2. *Execute* (children, ``--workers`` at a time): each prepared notebook runs in its own sandboxed
+   process and kernel (``autograder.sandbox``), with per-cell and per-notebook time limits and a
+   memory limit.
+3. *Record* (parent, serial): nbgrader's ``autograde`` runs with its ``Execute`` step replaced by the
+   result of phase 2, so nbgrader itself scores the cells and writes the gradebook; then feedback.
+   Only the parent ever opens the gradebook.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import shutil
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from . import conventions
+from .course_directory import course_config, link_sources, make_api
+from .sandbox import ExecutionResult, Limits, run_isolated
+
+CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail"]
+
+
+@dataclass
+class NotebookJob:
+    student_id: str
+    assignment: str
+    notebook: str             # notebook name without .ipynb
+    submitted_path: Path      # the copy under OUT/course/submitted
+    prepared: object = None   # the sanitised notebook to execute
+    result: ExecutionResult | None = None
+
+
+@dataclass
+class GradeRow:
+    student_id: str
+    assignment: str
+    score: float | None
+    max_score: float | None
+    status: str
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        fmt = lambda v: "" if v is None else f"{v:g}"  # noqa: E731
+        return {"student_id": self.student_id, "assignment": self.assignment, "score": fmt(self.score),
+                "max_score": fmt(self.max_score), "status": self.status, "detail": self.detail}
+
+
+# --------------------------------------------------------------------------------------------------
+# nbgrader preprocessors plugged into its autograde and feedback steps
+
+_EXECUTED: dict[tuple[str, str, str], ExecutionResult] = {}
+
+
+class ReplayExecution(NbGraderPreprocessor):
+    """Stands in for nbgrader's ``Execute``: hands back the notebook the sandbox executed.
+
+    Also keeps a correct answer from losing points to harmless noise: output on stderr (warnings,
+    progress bars, logging) in a graded cell is shown as ordinary output instead of counting as a
+    failure, and a graded cell whose last line is an expression cannot award itself partial
+    credit (nbgrader reads a number returned by a test cell as its score).
+    """
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        result = _EXECUTED[(info["student"], info["assignment"], info["notebook"])]
+        executed = result.notebook if result.notebook is not None else _mark_all_graded(nb, result)
+        for cell in executed.cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+                cell.outputs = [_neutral(output) for output in cell.outputs]
+        return executed, resources
+
+
+def _mark_all_graded(nb, result: ExecutionResult):
+    from nbformat.v4 import new_output
+
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.outputs = [new_output("error", ename="NotExecuted", evalue=f"{result.status}: {result.detail}",
+                                       traceback=[f"NotExecuted: {result.status}: {result.detail}"])]
+    return nb
+
+
+def _neutral(output):
+    if output.get("output_type") == "stream" and output.get("name") == "stderr":
+        output["name"] = "stdout"
+    if output.get("output_type") == "execute_result":
+        text = output.get("data", {}).get("text/plain", "")
+        from nbformat.v4 import new_output
+
+        return new_output("stream", name="stdout", text=f"Out: {text}\n")
+    return output
+
+
+class RedactHiddenTests(NbGraderPreprocessor):
+    """Feedback shows a hidden-test cell only as its name, points and whether it passed."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and conventions.BEGIN_HIDDEN in cell.source:
+            failed = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            verdict = f"failed ({failed[0].get('ename', 'error')})" if failed else "passed"
+            cell.source = f"# Hidden tests '{meta.get('grade_id')}' ({meta.get('points', 0):g} points): {verdict}"
+            from nbformat.v4 import new_output
+
+            cell.outputs = [new_output("stream", name="stdout", text=f"Hidden tests {verdict}.\n")]
+        return cell, resources
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def discover(submissions_dir: Path) -> list[tuple[str, str, Path]]:
+    """``(student_id, assignment, folder)`` for every submission folder, sorted."""
+    found = []
+    for student in sorted(p for p in submissions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            found.append((student.name, folder.name, folder))
+    return found
+
+
+def _read_valid(path: Path):
+    """The notebook at ``path``, or the reason it cannot be graded."""
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.validate(nb)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
+        return None, f"{type(error).__name__}: {str(error).splitlines()[0][:150] if str(error) else ''}"
+    return nb, ""
+
+
+def _config(root: Path, db_path: Path, limits: Limits):
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
+                                        LimitOutput, SaveAutoGrades)
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+    config = course_config(root, db_path)
+    config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
+                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, CSSHTMLHeaderPreprocessor]
+    config.Execute.timeout = limits.cell_timeout_s
+    return config
+
+
+def _sanitise(nb, job: NotebookJob, config, db_url: str):
+    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
+
+    resources = {"nbgrader": {"student": job.student_id, "assignment": job.assignment, "notebook": job.notebook,
+                              "db_url": db_url}, "metadata": {"path": str(job.submitted_path.parent)}}
+    for cls in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+        nb, resources = cls(config=config).preprocess(nb, resources)
+    return nb
+
+
+def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
+          solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True) -> list[GradeRow]:
+    """Grade every submission under ``submissions_dir``; write the CSV and feedback under ``out_dir``."""
+    warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy chatter from nbgrader's gradebook
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    submissions_dir = Path(submissions_dir).resolve()
+    out_dir = Path(out_dir).resolve()
+    if not submissions_dir.is_dir():
+        raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
+    root = out_dir / "course"
+    db_path = out_dir / "gradebook.db"
+    link_sources(root, solutions_dir)
+    config = _config(root, db_path, limits)
+    api = make_api(config)
+    db_url = f"sqlite:///{db_path}"
+
+    known = {a.name: a for a in conventions.assignments(solutions_dir)}
+    rows: dict[tuple[str, str], GradeRow] = {}
+    jobs: list[NotebookJob] = []
+    generated: set[str] = set()
+
+    for student_id, assignment_name, folder in discover(submissions_dir):
+        key = (student_id, assignment_name)
+        if assignment_name not in known:
+            rows[key] = GradeRow(student_id, assignment_name, None, None, "unknown assignment",
+                                 f"no assignment {assignment_name!r} in {solutions_dir.name}/")
+            continue
+        if assignment_name not in generated:
+            result = api.generate_assignment(assignment_name, force=True, create=True)
+            if not result["success"]:
+                raise RuntimeError(f"nbgrader generate_assignment failed:\n{result.get('log', '')}{result.get('error', '')}")
+            generated.add(assignment_name)
+        assignment = known[assignment_name]
+        target = root / "submitted" / student_id / assignment_name
+        if target.exists():
+            shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
+        target.mkdir(parents=True)
+        status, detail = "ok", ""
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
+                (target / path.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target / path.relative_to(folder))
+        notebook_path = folder / assignment.source_path.name
+        if not notebook_path.exists():
+            status, detail = "missing notebook", f"no {assignment.source_path.name} in the submission"
+        else:
+            nb, problem = _read_valid(notebook_path)
+            if nb is None:
+                status, detail = "invalid notebook", problem
+            else:
+                job = NotebookJob(student_id, assignment_name, assignment.notebook_name,
+                                  target / assignment.source_path.name)
+                shutil.copyfile(notebook_path, job.submitted_path)
+                try:
+                    job.prepared = _sanitise(copy.deepcopy(nb), job, config, db_url)
+                except Exception as error:  # noqa: BLE001 - e.g. nbgrader metadata that fails its checks
+                    status, detail = "invalid notebook", f"{type(error).__name__}: {str(error)[:150]}"
+                else:
+                    jobs.append(job)
+        rows[key] = GradeRow(student_id, assignment_name, None, None, status, detail)
+
+    _execute_all(jobs, submissions_dir, limits, workers, progress)
+
+    for job in jobs:
+        _EXECUTED[(job.student_id, job.assignment, job.notebook)] = job.result
+        row = rows[(job.student_id, job.assignment)]
+        if job.result.status != "ok":
+            row.status, row.detail = job.result.status, job.result.detail
+    try:
+        for (student_id, assignment_name), row in rows.items():
+            if row.status == "unknown assignment":
+                continue
+            if row.status in ("invalid notebook", "missing notebook"):
+                _record_zero(db_url, assignment_name, student_id)
+                continue
+            result = api.autograde(assignment_name, student_id, force=True, create=True)
+            if not result["success"]:
+                row.status, row.detail = "grader error", _last_line(result)
+                continue
+            feedback = api.generate_feedback(assignment_name, student_id, force=True)
+            if feedback["success"]:
+                source = root / "feedback" / student_id / assignment_name
+                target = out_dir / "feedback" / student_id / assignment_name
+                if target.exists():
+                    shutil.rmtree(target)
+                shutil.copytree(source, target)
+    finally:
+        _EXECUTED.clear()
+
+    _fill_scores(rows, db_url)
+    ordered = [rows[key] for key in sorted(rows)]
+    write_csv(ordered, out_dir / "grades.csv")
+    return ordered
+
+
+def _execute_all(jobs: list[NotebookJob], submissions_dir: Path, limits: Limits, workers: int, progress: bool) -> None:
+    if not jobs:
+        return
+    from tqdm.auto import tqdm
+
+    def run(job: NotebookJob) -> NotebookJob:
+        job.result = run_isolated(job.prepared, submissions_dir / job.student_id / job.assignment, limits)
+        return job
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(run, job) for job in jobs]
+        bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
+        for future in as_completed(futures):
+            future.result()
+            bar.update(1)
+        bar.close()
+
+
+def _last_line(result: dict) -> str:
+    text = (result.get("error") or result.get("log") or "").strip().splitlines()
+    return text[-1][:200] if text else "nbgrader autograde failed"
+
+
+def _record_zero(db_url: str, assignment_name: str, student_id: str) -> None:
+    """A submission that cannot be run still gets a gradebook entry: zero on every cell, no manual grading."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gradebook:
+        gradebook.update_or_create_student(student_id)
+        submission = gradebook.update_or_create_submission(assignment_name, student_id)
+        for notebook in submission.notebooks:
+            for grade_entry in notebook.grades:
+                grade_entry.auto_score = 0
+                grade_entry.manual_score = None
+                grade_entry.needs_manual_grade = False
+        gradebook.db.commit()
+
+
+def _fill_scores(rows: dict[tuple[str, str], GradeRow], db_url: str) -> None:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gradebook:
+        for (student_id, assignment_name), row in rows.items():
+            if row.status == "unknown assignment":
+                continue
+            try:
+                submission = gradebook.find_submission(assignment_name, student_id)
+            except MissingEntry:
+                row.status = row.status if row.status != "ok" else "grader error"
+                continue
+            row.score = float(submission.score)
+            row.max_score = float(submission.max_score)
+
+
+def write_csv(rows: list[GradeRow], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row.as_dict())
+
+
+def format_table(rows: list[GradeRow]) -> str:
+    header = ["student_id", "assignment", "score", "status"]
+    body = [[r.student_id, r.assignment,
+             "-" if r.score is None else f"{r.score:g} / {r.max_score:g}",
+             r.status + (f" ({r.detail})" if r.detail and r.status != "ok" else "")] for r in rows]
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *body)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])
