@@ -1,0 +1,59 @@
+"""A one-exercise course built on the fly, for testing the grader on damaged submissions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder import conventions, submissions
+from autograder.build import build
+
+SOLUTION = '''import torch
+
+def double(x):
+    """Return 2 * x for a tensor x (any shape)."""
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION'''
+
+VISIBLE = '''from utils import checks
+checks.assert_close(double(torch.tensor([1.0, -2.0])), torch.tensor([2.0, -4.0]), name="double")
+print("visible tests passed")'''
+
+HIDDEN = '''# Hidden tests for double run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+import torch
+from utils import checks
+checks.assert_close(double(torch.arange(6.0).reshape(2, 3)), torch.arange(6.0).reshape(2, 3) * 2, name="double")
+### END HIDDEN TESTS'''
+
+
+def _meta(grade_id: str, **flags) -> dict:
+    meta = {"schema_version": 3, "grade": False, "solution": False, "locked": True, "grade_id": grade_id, "task": False}
+    meta.update(flags)
+    return {"nbgrader": meta}
+
+
+def make_course(root: Path) -> conventions.Assignment:
+    """``root/solutions/01_fixture/fixture.ipynb`` and its student version in ``root/notebooks``."""
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Fixture"),
+        new_code_cell("", metadata=_meta("setup")),
+        new_code_cell(SOLUTION, metadata=_meta("double", solution=True, locked=False)),
+        new_code_cell(VISIBLE, metadata=_meta("test_double", grade=True, points=1)),
+        new_code_cell(HIDDEN, metadata=_meta("test_double_hidden", grade=True, points=2)),
+    ], metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+                 "language_info": {"name": "python"}})
+    source = root / "solutions" / "01_fixture" / "fixture.ipynb"
+    source.parent.mkdir(parents=True)
+    nbformat.write(nb, str(source))
+    build(root / "solutions", root / "notebooks")
+    return conventions.Assignment("01_fixture", source)
+
+
+def answer(assignment: conventions.Assignment, root: Path, code: str | None = None):
+    """The student version with ``double`` answered by ``code`` (the solution when None)."""
+    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
+    return submissions.filled_in(assignment, {} if code is None else {"double": code}, release_path=release)

@@ -1,0 +1,38 @@
+"""Through the real nbgrader pipeline: the solution gets full marks, the untouched student copy 0."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from autograder import submissions
+from autograder.grading import grade
+from autograder.sandbox import Limits
+
+pytestmark = pytest.mark.slow
+
+
+def test_solution_full_marks_and_stub_zero(assignment, tmp_path):
+    subs = tmp_path / "submitted"
+    name = assignment.source_path.name
+    submissions.write(submissions.filled_in(assignment), subs / "solution" / assignment.name / name)
+    (subs / "untouched" / assignment.name).mkdir(parents=True)
+    shutil.copyfile(assignment.release_path, subs / "untouched" / assignment.name / name)
+
+    rows = {r.student_id: r for r in grade(subs, tmp_path / "out", workers=2, progress=False,
+                                           limits=Limits(cell_timeout_s=300, notebook_timeout_s=900))}
+    solution, untouched = rows["solution"], rows["untouched"]
+    assert solution.status == "ok", f"solution graded with status {solution.status}: {solution.detail}"
+    assert solution.score == solution.max_score > 0, (
+        f"the solution scored {solution.score}/{solution.max_score}; see {tmp_path}/out/feedback/solution")
+    assert untouched.status == "ok"
+    assert untouched.score == 0, f"the untouched student copy scored {untouched.score}"
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission_notebook(assignment.notebook_name, assignment.name, "untouched")
+        nonzero = [g.name for g in submission.grades if g.auto_score != 0]
+        assert not nonzero, f"graded cells of the untouched copy that scored above 0: {nonzero}"
+        assert (tmp_path / "out" / "feedback" / "solution" / assignment.name / f"{assignment.notebook_name}.html").exists()

@@ -1,0 +1,88 @@
+"""utils.checks: right answers pass, wrong ones fail with a message that says what and why."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from utils import checks
+
+
+def test_close_tensors_pass_and_mismatch_is_explained():
+    checks.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-7]), name="f")
+    with pytest.raises(AssertionError) as info:
+        checks.assert_close(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), name="f(x)", hint="look at the axis")
+    message = str(info.value)
+    assert "f(x)" in message and "expected 2" in message and "got 2.5" in message and "Hint: look at the axis" in message
+
+
+def test_shape_dtype_and_kind_are_checked_before_values():
+    with pytest.raises(AssertionError, match="expected shape"):
+        checks.assert_close(torch.zeros(2, 3), torch.zeros(3, 2), name="x")
+    with pytest.raises(AssertionError, match="floating"):
+        checks.assert_close(torch.tensor([1, 2]), torch.tensor([1.0, 2.0]), name="x")
+    with pytest.raises(AssertionError, match="expected a torch.Tensor"):
+        checks.assert_close([1.0, 2.0], torch.tensor([1.0, 2.0]), name="x")
+
+
+def test_pretending_objects_are_rejected():
+    class Liar(torch.Tensor):
+        def __eq__(self, other):
+            return True
+
+    class Anything:
+        def __eq__(self, other):
+            return True
+
+        def __float__(self):
+            return 1.0
+
+    with pytest.raises(AssertionError, match="expected a torch.Tensor"):
+        checks.assert_close(torch.zeros(2).as_subclass(Liar), torch.ones(2), name="x")
+    with pytest.raises(AssertionError, match="expected a number"):
+        checks.assert_close(Anything(), 1.0, name="x")
+    with pytest.raises(AssertionError, match="expected list"):
+        checks.assert_equal(Anything(), [1, 2], name="x")
+
+
+def test_patched_torch_allclose_does_not_change_the_verdict(monkeypatch):
+    monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
+    monkeypatch.setattr(torch, "isclose", lambda a, b, **k: torch.ones_like(a, dtype=torch.bool))
+    monkeypatch.setattr(math, "isclose", lambda *a, **k: True)
+    with pytest.raises(AssertionError):
+        checks.assert_close(torch.tensor([0.0]), torch.tensor([1.0]), name="x")
+    with pytest.raises(AssertionError):
+        checks.assert_close(0.0, 1.0, name="x")
+
+
+def test_scalars_accept_python_numpy_and_0d_tensors():
+    for value in (2.0, np.float32(2.0), torch.tensor(2.0), torch.tensor([2.0])):
+        checks.assert_close(value, 2.0, name="x")
+    with pytest.raises(AssertionError):
+        checks.assert_close(float("nan"), 2.0, name="x")
+    checks.assert_close(float("inf"), float("inf"), name="x")
+
+
+def test_equal_is_exact_about_types():
+    checks.assert_equal([("a", 1)], [("a", 1)], name="merges")
+    with pytest.raises(AssertionError, match="expected tuple"):
+        checks.assert_equal([["a", 1]], [("a", 1)], name="merges")
+    with pytest.raises(AssertionError, match="expected int"):
+        checks.assert_equal(True, 1, name="n")
+
+
+def test_raises_reports_the_wrong_error_and_no_error():
+    def fine():
+        return 1
+
+    def wrong():
+        raise TypeError("nope")
+
+    checks.assert_raises(ValueError, lambda: (_ for _ in ()).throw(ValueError("x")), name="f")
+    with pytest.raises(AssertionError, match="returned normally"):
+        checks.assert_raises(ValueError, fine, name="f")
+    with pytest.raises(AssertionError, match="raised TypeError"):
+        checks.assert_raises(ValueError, wrong, name="f")

@@ -1,0 +1,80 @@
+"""The grader on damaged and hostile submissions: every case gets a score and an honest status."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from autograder import submissions
+from autograder.grading import grade
+from autograder.sandbox import Limits
+from fixture_course import answer, make_course
+
+pytestmark = pytest.mark.slow
+
+# student_id -> (answer code or a special file, expected score of 3, expected status)
+CASES = {
+    "correct": (None, 3, "ok"),
+    "wrong": ("import torch\ndef double(x):\n    return 3 * x", 0, "ok"),
+    "warns": ("import torch, sys, warnings\ndef double(x):\n    warnings.warn('deprecated thing')\n"
+              "    print('progress 50%', file=sys.stderr)\n    return 2 * x", 3, "ok"),
+    "crash": ("import os\nos._exit(3)", 0, "kernel died"),
+    "dies_in_test": ("import os, torch\ndef double(x):\n    os._exit(0)", 0, "kernel died"),
+    "loops": ("import torch\ndef double(x):\n    while True:\n        pass", 0, "timeout"),
+    "sys_exit": ("import sys, torch\ndef double(x):\n    return 2 * x\nsys.exit(0)", 3, "ok"),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    assignment = make_course(root)
+    subs = root / "submitted"
+    for student, (code, _, _) in CASES.items():
+        submissions.write(answer(assignment, root, code), subs / student / "01_fixture" / "fixture.ipynb")
+    (subs / "invalid_json" / "01_fixture").mkdir(parents=True)
+    (subs / "invalid_json" / "01_fixture" / "fixture.ipynb").write_text('{"cells": [', encoding="utf-8")
+    (subs / "empty_file" / "01_fixture").mkdir(parents=True)
+    (subs / "empty_file" / "01_fixture" / "fixture.ipynb").write_text("", encoding="utf-8")
+    submissions.write(answer(assignment, root), subs / "misnamed" / "01_fixture" / "my_work.ipynb")
+    submissions.write(answer(assignment, root), subs / "wrong_folder" / "99_nothing" / "fixture.ipynb")
+    out = root / "out"
+    rows = grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
+                 limits=Limits(cell_timeout_s=15, notebook_timeout_s=120))
+    return {r.student_id: r for r in rows}, out
+
+
+@pytest.mark.parametrize("student", sorted(CASES))
+def test_score_and_status(graded, student):
+    rows, _ = graded
+    _, score, status = CASES[student]
+    row = rows[student]
+    assert (row.score, row.status) == (score, status), f"{student}: got {row.score} with status {row.status!r} ({row.detail})"
+
+
+@pytest.mark.parametrize("student,status", [("invalid_json", "invalid notebook"), ("empty_file", "invalid notebook"),
+                                            ("misnamed", "missing notebook")])
+def test_unreadable_submissions_score_zero_with_a_reason(graded, student, status):
+    rows, _ = graded
+    assert (rows[student].score, rows[student].max_score, rows[student].status) == (0, 3, status)
+
+
+def test_unknown_assignment_is_reported_not_graded(graded):
+    rows, _ = graded
+    assert rows["wrong_folder"].status == "unknown assignment" and rows["wrong_folder"].score is None
+
+
+def test_csv_has_one_row_per_submission(graded):
+    rows, out = graded
+    with open(out / "grades.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [r["student_id"] for r in table] == sorted(rows)
+    assert set(table[0]) >= {"student_id", "assignment", "score", "max_score", "status"}
+
+
+def test_feedback_hides_hidden_test_source(graded):
+    _, out = graded
+    html = (out / "feedback" / "wrong" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "arange(6.0)" not in html and "BEGIN HIDDEN TESTS" not in html
+    assert "test_double_hidden" in html and "failed" in html

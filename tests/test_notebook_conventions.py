@@ -1,0 +1,98 @@
+"""Every source notebook follows CONTRIBUTING.md (quick: no kernel is started)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from autograder import conventions
+from autograder.setup_cell import SETUP_GRADE_ID, setup_cell_source
+
+GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+ALLOWED_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "points", "task", "checksum", "cell_type"}
+
+
+@pytest.fixture
+def nb(assignment):
+    return conventions.read_notebook(assignment.source_path)
+
+
+def test_setup_cell_is_first_and_canonical(nb):
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert code_cells, "the notebook has no code cell"
+    first = code_cells[0]
+    assert conventions.grade_id(first) == SETUP_GRADE_ID, "the first code cell must be the set-up cell (grade_id 'setup')"
+    assert first.source == setup_cell_source(), "set-up cell differs from autograder/setup_cell.py: run `python -m autograder build`"
+
+
+def test_outputs_are_stripped(nb):
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"cells {dirty} have outputs or execution counts; run `python -m autograder build` to strip them"
+
+
+def test_kernelspec_is_python3(nb):
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+def test_nbgrader_metadata_is_well_formed(nb):
+    seen = set()
+    for index, cell in enumerate(nb.cells):
+        meta = conventions.nbgrader_meta(cell)
+        if not meta:
+            continue
+        assert meta.get("schema_version") == 3, f"cell {index}: nbgrader schema_version must be 3"
+        unknown = set(meta) - ALLOWED_KEYS
+        assert not unknown, f"cell {index}: nbgrader rejects unknown metadata keys {unknown}"
+        gid = meta.get("grade_id")
+        assert gid and GRADE_ID.match(gid), f"cell {index}: grade_id {gid!r} must use letters, digits, _ and -"
+        assert gid not in seen, f"cell {index}: grade_id {gid!r} is used twice"
+        seen.add(gid)
+        if meta.get("grade"):
+            assert meta.get("locked"), f"cell {index} ({gid}): test cells must be locked"
+            assert float(meta.get("points", 0)) > 0, f"cell {index} ({gid}): a test cell must be worth points"
+
+
+def test_every_exercise_has_visible_and_hidden_tests(nb):
+    exercises = conventions.exercises(nb)
+    assert exercises, "a graded notebook needs at least one exercise"
+    for exercise in exercises:
+        solution = nb.cells[exercise.solution_index].source
+        assert conventions.BEGIN_SOLUTION in solution and conventions.END_SOLUTION in solution, (
+            f"{exercise.name}: the solution cell needs ### BEGIN SOLUTION / ### END SOLUTION")
+        assert exercise.visible_index is not None, f"{exercise.name}: no visible test cell 'test_{exercise.name}'"
+        assert exercise.hidden_index is not None, f"{exercise.name}: no hidden test cell 'test_{exercise.name}_hidden'"
+        visible = nb.cells[exercise.visible_index].source
+        hidden = nb.cells[exercise.hidden_index].source
+        assert conventions.BEGIN_HIDDEN not in visible, f"{exercise.name}: the visible test cell holds hidden tests"
+        assert conventions.BEGIN_HIDDEN in hidden and conventions.END_HIDDEN in hidden, (
+            f"{exercise.name}: the hidden test cell needs ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS")
+        before, _, rest = hidden.partition(conventions.BEGIN_HIDDEN)
+        _, _, after = rest.partition(conventions.END_HIDDEN)
+        outside = [line for line in (before + after).splitlines() if line.strip()]
+        assert all(line.lstrip().startswith("#") for line in outside), (
+            f"{exercise.name}: only comments may stand outside the hidden-test markers")
+
+
+def test_test_cells_do_not_end_in_an_expression(nb):
+    """nbgrader reads the value of a test cell's last expression as a partial score."""
+    for cell in nb.cells:
+        if not conventions.is_graded_cell(cell):
+            continue
+        tree = ast.parse(cell.source.replace(conventions.BEGIN_HIDDEN, "").replace(conventions.END_HIDDEN, ""))
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            assert isinstance(tree.body[-1].value, ast.Call), (
+                f"{conventions.grade_id(cell)}: the last line is an expression; end with a print(...) or an assert")
+
+
+def test_every_exercise_has_three_mutants(assignment, nb):
+    names = {e.name for e in conventions.exercises(nb)}
+    mutants = conventions.mutant_files(assignment)
+    unknown = set(mutants) - names
+    assert not unknown, f"mutant files name exercises that do not exist: {sorted(unknown)}"
+    short = {name: len(mutants.get(name, [])) for name in names if len(mutants.get(name, [])) < 3}
+    assert not short, f"every exercise needs at least 3 mutants in {assignment.mutants_dir}; too few: {short}"
+    for paths in mutants.values():
+        for path in paths:
+            assert conventions.BEGIN_SOLUTION not in path.read_text(), f"{path}: mutants hold plain code, no markers"
