@@ -62,16 +62,20 @@ def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = Tru
     client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             interrupt_on_timeout=True,
                             resources={"metadata": {"path": str(assignment.source_path.parent)}})
+    # nbclient stores every executed cell back into nb.cells[index], so mutant runs would overwrite the
+    # notebook's own cells: always execute fresh copies of the pristine cells.
+    pristine = copy.deepcopy(nb.cells)
     with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
+        for index, original in enumerate(pristine):
+            if original.cell_type != "code":
                 continue
+            cell = copy.deepcopy(original)
             exercise = by_first_test.get(index)
             if exercise is not None:
                 for path in mutants.get(exercise.name, []):
-                    report.mutants.append(_try_mutant(client, nb, exercise, path))
+                    report.mutants.append(_try_mutant(client, pristine, exercise, path))
                 if mutants.get(exercise.name):
-                    restore = copy.deepcopy(nb.cells[exercise.solution_index])
+                    restore = copy.deepcopy(pristine[exercise.solution_index])
                     client.execute_cell(restore, exercise.solution_index)
             start = time.perf_counter()
             client.execute_cell(cell, index)
@@ -82,9 +86,9 @@ def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = Tru
     return report
 
 
-def _try_mutant(client, nb, exercise: conventions.Exercise, path: Path) -> MutantResult:
+def _try_mutant(client, cells, exercise: conventions.Exercise, path: Path) -> MutantResult:
     result = MutantResult(exercise.name, path, conventions.mutant_description(path), [])
-    mutant_cell = copy.deepcopy(nb.cells[exercise.solution_index])
+    mutant_cell = copy.deepcopy(cells[exercise.solution_index])
     mutant_cell.source = path.read_text(encoding="utf-8")
     mutant_cell.outputs = []
     client.execute_cell(mutant_cell, exercise.solution_index)
@@ -93,7 +97,7 @@ def _try_mutant(client, nb, exercise: conventions.Exercise, path: Path) -> Mutan
         result.setup_error = error
         return result
     for test_index in exercise.test_indices:
-        test_cell = copy.deepcopy(nb.cells[test_index])
+        test_cell = copy.deepcopy(cells[test_index])
         test_cell.outputs = []
         client.execute_cell(test_cell, test_index)
         if _error_of(test_cell):
