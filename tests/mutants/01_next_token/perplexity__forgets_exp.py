@@ -1,0 +1,6 @@
+"""Returns the mean negative log-likelihood (the cross-entropy) without exponentiating it."""
+import torch
+
+
+def perplexity(log_probs):
+    return -log_probs.mean()
