@@ -12,23 +12,37 @@ device and shape. The comparison functions are bound when this module is importe
 
 from __future__ import annotations
 
+import builtins as _builtins
 import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-# Bound at import time: later monkey-patching of the public names does not reach these.
+# Everything the checks rely on is bound now, when the set-up cell imports this module and before
+# any student code runs, so that rebinding public names later (``torch.allclose``, ``math.isclose``,
+# a builtin, a ``Tensor`` method) cannot change a verdict:
+# * builtins: this module looks names up in a private copy of the builtins taken at import;
+# * tensors: shape, dtype, device and values are read through ``torch._C.TensorBase``, a C type
+#   whose attributes cannot be reassigned, with torch function and dispatch modes switched off;
+# * values are compared in plain Python, not with a torch function a student could replace.
+__builtins__ = dict(vars(_builtins))
+
 _Tensor = torch.Tensor
+_TensorBase = torch._C.TensorBase
+_tensor_dtype = _TensorBase.__dict__["dtype"].__get__
+_tensor_device = _TensorBase.__dict__["device"].__get__
+_tensor_size = _TensorBase.size
+_tensor_tolist = _TensorBase.tolist
+_no_torch_function = torch._C.DisableTorchFunction
+_no_torch_dispatch = getattr(torch._C, "_DisableTorchDispatch", None)
 _ndarray = np.ndarray
-_isfinite = math.isfinite
-_torch_isclose = torch.isclose
-_torch_abs = torch.abs
-_torch_as_tensor = torch.as_tensor
-_float64 = torch.float64
-_type = type
-_isinstance = isinstance
-_repr = repr
+_ndarray_shape = np.ndarray.__dict__["shape"].__get__
+_ndarray_tolist = np.ndarray.tolist
+_numpy_generic = np.generic
+_isnan = math.isnan
+_isinf = math.isinf
+_torch_bool = torch.bool
 
 
 class CheckFailure(AssertionError):
@@ -42,24 +56,60 @@ def _fail(name: str, problem: str, hint: str | None) -> None:
     raise CheckFailure(message)
 
 
+def _tensor_values(tensor) -> list:
+    """The tensor's values as a flat Python list, read without any replaceable torch machinery."""
+    with _no_torch_function():
+        if _no_torch_dispatch is not None:
+            with _no_torch_dispatch():
+                nested = _tensor_tolist(tensor)
+        else:
+            nested = _tensor_tolist(tensor)
+    return _flatten(nested)
+
+
+def _flatten(nested) -> list:
+    if type(nested) is not list:
+        return [nested]
+    flat, stack = [], [nested]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(reversed(item))
+        else:
+            flat.append(item)
+    return flat
+
+
+def _shape(value) -> tuple:
+    if type(value) is _Tensor:
+        return tuple(_tensor_size(value))
+    return tuple(_ndarray_shape(value))
+
+
+def _short_list(values: list, shape: tuple, limit: int = 12) -> str:
+    shown = ", ".join(f"{v:.6g}" if type(v) is float else repr(v) for v in values[:limit])
+    more = f", ... ({len(values)} values)" if len(values) > limit else ""
+    return f"[{shown}{more}] (shape {shape})"
+
+
 def _short(value: Any, limit: int = 300) -> str:
-    if _type(value) is _Tensor:
-        text = _repr(value.detach().cpu())
-    else:
-        text = _repr(value)
+    if type(value) is _Tensor:
+        return _short_list(_tensor_values(value), _shape(value))
+    text = repr(value) if type(value) in (int, float, str, bytes, bool, list, tuple, dict, set, frozenset, type(None)) \
+        else f"<{type(value).__name__} object>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _kind(value: Any) -> str:
-    if _type(value) is _Tensor:
-        return f"torch.Tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
-    if _type(value) is _ndarray:
-        return f"numpy.ndarray(shape={value.shape}, dtype={value.dtype})"
-    return _type(value).__name__
+    if type(value) is _Tensor:
+        return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_tensor_device(value)})"
+    if type(value) is _ndarray:
+        return f"numpy.ndarray(shape={_shape(value)})"
+    return type(value).__name__
 
 
 def _dtype_family(dtype: torch.dtype) -> str:
-    if dtype == torch.bool:
+    if dtype == _torch_bool:
         return "bool"
     if dtype.is_floating_point:
         return "floating"
@@ -80,20 +130,24 @@ def assert_tensor(
     """Check that ``actual`` is exactly a ``torch.Tensor`` with the given shape, dtype and device.
 
     ``dtype`` may be a concrete dtype (``torch.float32``) or a family: ``"floating"``,
-    ``"integer"``, ``"bool"``.
+    ``"integer"``, ``"bool"``. A subclass of ``torch.Tensor`` is refused: it could redefine how it
+    compares.
     """
-    if _type(actual) is not _Tensor:
+    if type(actual) is not _Tensor:
         _fail(name, f"expected a torch.Tensor, got {_kind(actual)}.", hint)
-    if shape is not None and tuple(actual.shape) != tuple(shape):
-        _fail(name, f"expected shape {tuple(shape)}, got shape {tuple(actual.shape)}.", hint)
+    if shape is not None and _shape(actual) != tuple(shape):
+        _fail(name, f"expected shape {tuple(shape)}, got shape {_shape(actual)}.", hint)
+    actual_dtype = _tensor_dtype(actual)
     if dtype is not None:
-        if _isinstance(dtype, str):
-            if _dtype_family(actual.dtype) != dtype:
-                _fail(name, f"expected a {dtype} dtype, got {actual.dtype}.", hint)
-        elif actual.dtype != dtype:
-            _fail(name, f"expected dtype {dtype}, got {actual.dtype}.", hint)
-    if device is not None and actual.device.type != torch.device(device).type:
-        _fail(name, f"expected a tensor on {device}, got one on {actual.device}.", hint)
+        if isinstance(dtype, str):
+            if _dtype_family(actual_dtype) != dtype:
+                _fail(name, f"expected a {dtype} dtype, got {actual_dtype}.", hint)
+        elif actual_dtype != dtype:
+            _fail(name, f"expected dtype {dtype}, got {actual_dtype}.", hint)
+    if device is not None:
+        wanted = device if isinstance(device, str) else device.type
+        if _tensor_device(actual).type != wanted.split(":")[0]:
+            _fail(name, f"expected a tensor on {wanted}, got one on {_tensor_device(actual)}.", hint)
 
 
 def assert_close(
@@ -109,35 +163,32 @@ def assert_close(
 
     ``expected`` decides the kind of result required:
 
-    * a ``torch.Tensor``: ``actual`` must be a tensor of the same shape, a floating dtype if
-      ``expected`` is floating, on the same device type; then values are compared.
-    * a Python ``float``/``int``: ``actual`` may be a Python number, a NumPy scalar or a 0-d
-      tensor; it is converted with ``float()`` and compared.
+    * a ``torch.Tensor``: ``actual`` must be exactly a tensor of the same shape, on the same kind
+      of device, with a floating dtype if ``expected`` has one; then values are compared.
+    * a Python ``float``/``int``: ``actual`` may be a Python number, a NumPy scalar or a
+      one-element tensor.
     * a NumPy array: ``actual`` must be an array of the same shape.
 
-    NaN never matches; infinities match only themselves.
+    NaN never matches; an infinity matches only the same infinity.
     """
-    if _type(expected) is _Tensor:
-        assert_tensor(actual, name=name, shape=tuple(expected.shape), device=expected.device.type, hint=hint)
-        if expected.dtype.is_floating_point and not actual.dtype.is_floating_point:
-            _fail(name, f"expected a floating-point tensor, got dtype {actual.dtype}.", hint)
-        a = actual.detach().to("cpu", _float64)
-        e = expected.detach().to("cpu", _float64)
-        _compare_arrays(a, e, name=name, atol=atol, rtol=rtol, hint=hint)
+    if type(expected) is _Tensor:
+        assert_tensor(actual, name=name, shape=_shape(expected), device=_tensor_device(expected).type, hint=hint)
+        if _tensor_dtype(expected).is_floating_point and not _tensor_dtype(actual).is_floating_point:
+            _fail(name, f"expected a floating-point tensor, got dtype {_tensor_dtype(actual)}.", hint)
+        _compare_values(_tensor_values(actual), _tensor_values(expected), _shape(expected),
+                        name=name, atol=atol, rtol=rtol, hint=hint)
         return
-    if _type(expected) is _ndarray:
-        if _type(actual) is not _ndarray:
+    if type(expected) is _ndarray:
+        if type(actual) is not _ndarray:
             _fail(name, f"expected a numpy.ndarray, got {_kind(actual)}.", hint)
-        if actual.shape != expected.shape:
-            _fail(name, f"expected shape {expected.shape}, got shape {actual.shape}.", hint)
-        a = _torch_as_tensor(np.asarray(actual, dtype=np.float64))
-        e = _torch_as_tensor(np.asarray(expected, dtype=np.float64))
-        _compare_arrays(a, e, name=name, atol=atol, rtol=rtol, hint=hint)
+        if _shape(actual) != _shape(expected):
+            _fail(name, f"expected shape {_shape(expected)}, got shape {_shape(actual)}.", hint)
+        _compare_values(_flatten(_ndarray_tolist(actual)), _flatten(_ndarray_tolist(expected)), _shape(expected),
+                        name=name, atol=atol, rtol=rtol, hint=hint)
         return
-    # A scalar is expected.
     expected_value = float(expected)
     actual_value = _to_float(actual, name=name, hint=hint)
-    if math.isnan(actual_value) or not _scalar_close(actual_value, expected_value, atol, rtol):
+    if not _scalar_close(actual_value, expected_value, atol, rtol):
         _fail(
             name,
             f"expected {expected_value:.6g}, got {actual_value:.6g} "
@@ -147,42 +198,54 @@ def assert_close(
 
 
 def _to_float(actual: Any, *, name: str, hint: str | None) -> float:
-    """Convert a real scalar result to ``float`` without trusting the object's own methods."""
-    if _type(actual) is bool:
+    """Convert a real scalar result to ``float`` without calling any method of the object."""
+    kind = type(actual)
+    if kind is bool:
         _fail(name, "expected a number, got a bool.", hint)
-    if _type(actual) in (float, int):
+    if kind is float or kind is int:
         return float(actual)
-    if _type(actual) is _Tensor:
-        if actual.numel() != 1:
-            _fail(name, f"expected a single number, got a tensor of shape {tuple(actual.shape)}.", hint)
-        return float(actual.detach().to("cpu", _float64).reshape(-1)[0].item())
-    if _isinstance(actual, np.generic) and _type(actual).__module__ == "numpy":
-        return float(np.float64(actual))
+    if kind is _Tensor:
+        values = _tensor_values(actual)
+        if len(values) != 1:
+            _fail(name, f"expected a single number, got a tensor of shape {_shape(actual)}.", hint)
+        if type(values[0]) not in (float, int):
+            _fail(name, f"expected a number, got a tensor of dtype {_tensor_dtype(actual)}.", hint)
+        return float(values[0])
+    if issubclass(kind, _numpy_generic) and kind.__module__ == "numpy":
+        value = actual.item()
+        if type(value) in (float, int) and type(value) is not bool:
+            return float(value)
     _fail(name, f"expected a number, got {_kind(actual)}.", hint)
-    raise AssertionError  # unreachable; keeps type checkers happy
+    raise AssertionError  # unreachable
 
 
 def _scalar_close(a: float, e: float, atol: float, rtol: float) -> bool:
-    if math.isinf(e) or math.isinf(a):
+    if _isnan(a) or _isnan(e):
+        return False
+    if _isinf(e) or _isinf(a):
         return a == e
     return abs(a - e) <= atol + rtol * abs(e)
 
 
-def _compare_arrays(a: torch.Tensor, e: torch.Tensor, *, name: str, atol: float, rtol: float, hint: str | None) -> None:
-    close = _torch_isclose(a, e, rtol=rtol, atol=atol, equal_nan=False)
-    if bool(close.all()):
+def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, atol: float, rtol: float,
+                    hint: str | None) -> None:
+    bad = [i for i, (a, e) in enumerate(zip(actual, expected)) if not _scalar_close(float(a), float(e), atol, rtol)]
+    if not bad:
         return
-    bad = (~close).nonzero()
-    first = tuple(int(i) for i in bad[0]) if bad.numel() else ()
-    diff = _torch_abs(a - e)
-    diff = diff[~torch.isnan(diff)]
-    worst = f"{float(diff.max()):.3g}" if diff.numel() else "nan"
+    finite = [abs(float(actual[i]) - float(expected[i])) for i in bad
+              if not (_isnan(float(actual[i])) or _isinf(float(actual[i])) or _isinf(float(expected[i])))]
+    worst = f"{max(finite):.3g}" if finite else "not finite"
+    first = bad[0]
+    index = []
+    for size in reversed(shape):
+        index.append(first % size)
+        first //= size
     _fail(
         name,
-        f"{bad.shape[0]} of {a.numel()} values differ (largest difference {worst}, "
-        f"atol={atol:g}, rtol={rtol:g}). First mismatch at index {first}: expected "
-        f"{float(e[first]):.6g}, got {float(a[first]):.6g}.\n"
-        f"expected: {_short(e)}\ngot:      {_short(a)}",
+        f"{len(bad)} of {len(expected)} values differ (largest difference {worst}, atol={atol:g}, rtol={rtol:g}). "
+        f"First mismatch at index {tuple(reversed(index))}: expected {float(expected[bad[0]]):.6g}, "
+        f"got {float(actual[bad[0]]):.6g}.\n"
+        f"expected: {_short_list(expected, shape)}\ngot:      {_short_list(actual, shape)}",
         hint,
     )
 
@@ -203,9 +266,9 @@ _PLAIN_SCALARS = (int, float, str, bytes, bool, type(None))
 
 def _plain_difference(actual: Any, expected: Any, path: str) -> str | None:
     where = f" at {path}" if path else ""
-    if _type(actual) is not _type(expected):
-        return f"expected {_type(expected).__name__}{where}, got {_type(actual).__name__}."
-    kind = _type(expected)
+    if type(actual) is not type(expected):
+        return f"expected {type(expected).__name__}{where}, got {type(actual).__name__}."
+    kind = type(expected)
     if kind in _PLAIN_SCALARS:
         if not (actual == expected):
             return f"expected {_short(expected, 80)}{where}, got {_short(actual, 80)}."
@@ -249,20 +312,21 @@ def assert_raises(
     except expected_error as error:  # noqa: PERF203 - the point is to catch it
         return error
     except Exception as error:  # a different error is a failure with a clear message
-        wanted = expected_error.__name__ if _isinstance(expected_error, type) else " or ".join(e.__name__ for e in expected_error)
-        _fail(name, f"expected {wanted}, but it raised {_type(error).__name__}: {error}", hint)
-    wanted = expected_error.__name__ if _isinstance(expected_error, type) else " or ".join(e.__name__ for e in expected_error)
+        wanted = expected_error.__name__ if isinstance(expected_error, type) else " or ".join(e.__name__ for e in expected_error)
+        _fail(name, f"expected {wanted}, but it raised {type(error).__name__}: {error}", hint)
+    wanted = expected_error.__name__ if isinstance(expected_error, type) else " or ".join(e.__name__ for e in expected_error)
     _fail(name, f"expected {wanted} to be raised, but the call returned normally.", hint)
     raise AssertionError  # unreachable
 
 
 def assert_true(condition: Any, *, name: str, problem: str, hint: str | None = None) -> None:
     """Check a plain boolean condition; ``problem`` says what is wrong when it is false."""
-    if _type(condition) is _Tensor:
-        if condition.numel() != 1 or condition.dtype != torch.bool:
+    if type(condition) is _Tensor:
+        values = _tensor_values(condition)
+        if len(values) != 1 or _tensor_dtype(condition) != _torch_bool:
             raise TypeError("assert_true takes a bool or a one-element bool tensor")
-        condition = bool(condition.item())
-    if _type(condition) is not bool:
-        raise TypeError(f"assert_true takes a bool, not {_type(condition).__name__}")
+        condition = values[0]
+    if type(condition) is not bool:
+        raise TypeError(f"assert_true takes a bool, not {type(condition).__name__}")
     if not condition:
         _fail(name, problem, hint)
