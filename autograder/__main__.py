@@ -21,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("--cell-timeout", type=int, default=120, help="seconds one cell may run (default 120)")
     grade_parser.add_argument("--notebook-timeout", type=int, default=900, help="seconds one notebook may run (default 900)")
     grade_parser.add_argument("--memory-mb", type=int, default=4096, help="memory limit of one notebook's kernel (default 4096)")
+    grade_parser.add_argument("--student", action="append", help="grade only this student (repeatable); others keep earlier results")
+    grade_parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
+    grade_parser.add_argument("--force", action="store_true", help="regrade even submissions unchanged since the last run")
+    grade_parser.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
+                              help="isolation: bubblewrap namespaces when available (auto), required (bwrap), or limits only (none)")
 
     demo_parser = commands.add_parser("demo", help="build, then grade bundled sample submissions (offline)")
     demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
@@ -43,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--workers must be at least 1")
         if not args.submissions.is_dir():
             parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
-        limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout, memory_mb=args.memory_mb)
-        rows = grade(args.submissions, args.out, workers=args.workers, limits=limits)
+        limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                        memory_mb=args.memory_mb, sandbox=args.sandbox)
+        rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
+                     students=set(args.student) if args.student else None,
+                     assignments=set(args.assignment) if args.assignment else None)
         print(format_table(rows))
         print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
         return 0

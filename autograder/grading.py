@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import copy
 import csv
+import hashlib
+import json
 import shutil
 import sys
 import warnings
@@ -38,11 +40,15 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from . import conventions
+from . import conventions, guard
+from .flags import flags_for
+from .repair import repair
 from .course_directory import course_config, link_sources, make_api
 from .sandbox import ExecutionResult, Limits, run_isolated
 
-CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail"]
+CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
+STATE_FILE = "grading_state.json"
+GRADER_VERSION = "2"  # bump when a change to the grader should regrade unchanged submissions
 
 
 @dataclass
@@ -63,17 +69,25 @@ class GradeRow:
     max_score: float | None
     status: str
     detail: str = ""
+    flags: str = ""
 
     def as_dict(self) -> dict:
         fmt = lambda v: "" if v is None else f"{v:g}"  # noqa: E731
         return {"student_id": self.student_id, "assignment": self.assignment, "score": fmt(self.score),
-                "max_score": fmt(self.max_score), "status": self.status, "detail": self.detail}
+                "max_score": fmt(self.max_score), "status": self.status, "detail": self.detail, "flags": self.flags}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GradeRow":
+        number = lambda v: None if v in ("", None) else float(v)  # noqa: E731
+        return cls(data["student_id"], data["assignment"], number(data["score"]), number(data["max_score"]),
+                   data["status"], data.get("detail", ""), data.get("flags", ""))
 
 
 # --------------------------------------------------------------------------------------------------
 # nbgrader preprocessors plugged into its autograde and feedback steps
 
 _EXECUTED: dict[tuple[str, str, str], ExecutionResult] = {}
+PREAMBLE_KEY = "course_grader_preamble"
 
 
 class ReplayExecution(NbGraderPreprocessor):
@@ -88,11 +102,18 @@ class ReplayExecution(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         result = _EXECUTED[(info["student"], info["assignment"], info["notebook"])]
-        executed = result.notebook if result.notebook is not None else _mark_all_graded(nb, result)
-        for cell in executed.cells:
-            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-                cell.outputs = [_neutral(output) for output in cell.outputs]
-        return executed, resources
+        if result.notebook is None:
+            return _mark_all_graded(nb, result), resources
+        executed = [c for c in result.notebook.cells if not c.metadata.get(PREAMBLE_KEY)]
+        if len(executed) != len(nb.cells):
+            raise RuntimeError("the executed notebook does not line up with the submission")
+        for cell, ran in zip(nb.cells, executed):
+            if cell.cell_type == "code":
+                cell.outputs = ran.get("outputs", [])
+                cell.execution_count = ran.get("execution_count")
+                if cell.metadata.get("nbgrader", {}).get("grade"):
+                    cell.outputs = [_neutral(output) for output in cell.outputs]
+        return nb, resources
 
 
 def _mark_all_graded(nb, result: ExecutionResult):
@@ -177,9 +198,57 @@ def _sanitise(nb, job: NotebookJob, config, db_url: str):
     return nb
 
 
+def _fingerprint(folder: Path, source_path: Path, limits: Limits) -> str:
+    digest = hashlib.sha256(f"{GRADER_VERSION}|{limits}".encode())
+    digest.update(source_path.read_bytes())
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _find_notebook(folder: Path, expected_name: str) -> tuple[Path | None, str]:
+    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed)."""
+    expected = folder / expected_name
+    if expected.exists():
+        return expected, ""
+    candidates = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    if len(candidates) == 1:
+        return candidates[0], f"graded {candidates[0].relative_to(folder)} in place of {expected_name}"
+    found = ", ".join(str(p.relative_to(folder)) for p in candidates) or "none"
+    return None, f"no {expected_name} in the submission (notebooks found: {found})"
+
+
+def _with_guard(nb):
+    """The notebook to execute: a guard snapshot after the set-up cell, a restore call atop each test cell."""
+    from nbformat.v4 import new_code_cell
+
+    name = guard.guard_name()
+    prepared = copy.deepcopy(nb)
+    for cell in prepared.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = guard.test_cell_prefix(name) + cell.source
+    setup_index = next((i for i, c in enumerate(prepared.cells) if conventions.grade_id(c) == "setup"), -1)
+    preamble = new_code_cell(guard.preamble_source(name), metadata={PREAMBLE_KEY: True})
+    prepared.cells.insert(setup_index + 1, preamble)
+    return prepared
+
+
+def _answer_sources(nb, release) -> list[str]:
+    """Code the student wrote: answer cells and their own cells (not the released cells)."""
+    released = {c.source for c in release.cells if not conventions.nbgrader_meta(c).get("solution")}
+    return [c.source for c in nb.cells if c.cell_type == "code" and c.source not in released]
+
+
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
-          solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True) -> list[GradeRow]:
-    """Grade every submission under ``submissions_dir``; write the CSV and feedback under ``out_dir``."""
+          solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True,
+          students: set[str] | None = None, assignments: set[str] | None = None,
+          force: bool = False) -> list[GradeRow]:
+    """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``.
+
+    ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
+    results). A submission whose files, solution notebook and limits are unchanged since the last
+    run in the same ``out_dir`` is not graded again unless ``force``.
+    """
     warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy chatter from nbgrader's gradebook
     warnings.filterwarnings("ignore", message=".*not in session.*")
     submissions_dir = Path(submissions_dir).resolve()
@@ -192,65 +261,87 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     config = _config(root, db_path, limits)
     api = make_api(config)
     db_url = f"sqlite:///{db_path}"
+    state_path = out_dir / STATE_FILE
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
 
     known = {a.name: a for a in conventions.assignments(solutions_dir)}
     rows: dict[tuple[str, str], GradeRow] = {}
+    fingerprints: dict[tuple[str, str], str] = {}
     jobs: list[NotebookJob] = []
     generated: set[str] = set()
 
     for student_id, assignment_name, folder in discover(submissions_dir):
         key = (student_id, assignment_name)
+        state_key = f"{student_id}/{assignment_name}"
         if assignment_name not in known:
             rows[key] = GradeRow(student_id, assignment_name, None, None, "unknown assignment",
                                  f"no assignment {assignment_name!r} in {solutions_dir.name}/")
+            continue
+        assignment = known[assignment_name]
+        fingerprints[key] = _fingerprint(folder, assignment.source_path, limits)
+        previous = state.get(state_key)
+        selected = (students is None or student_id in students) and (assignments is None or assignment_name in assignments)
+        if previous and (not selected or (not force and previous["fingerprint"] == fingerprints[key])):
+            rows[key] = GradeRow.from_dict(previous["row"])
+            fingerprints[key] = previous["fingerprint"]
+            continue
+        if not selected:
             continue
         if assignment_name not in generated:
             result = api.generate_assignment(assignment_name, force=True, create=True)
             if not result["success"]:
                 raise RuntimeError(f"nbgrader generate_assignment failed:\n{result.get('log', '')}{result.get('error', '')}")
             generated.add(assignment_name)
-        assignment = known[assignment_name]
+        release = conventions.read_notebook(root / "release" / assignment_name / assignment.source_path.name)
         target = root / "submitted" / student_id / assignment_name
         if target.exists():
             shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
         target.mkdir(parents=True)
-        status, detail = "ok", ""
         for path in sorted(folder.rglob("*")):
             if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
                 (target / path.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target / path.relative_to(folder))
-        notebook_path = folder / assignment.source_path.name
-        if not notebook_path.exists():
-            status, detail = "missing notebook", f"no {assignment.source_path.name} in the submission"
-        else:
-            nb, problem = _read_valid(notebook_path)
-            if nb is None:
-                status, detail = "invalid notebook", problem
-            else:
-                job = NotebookJob(student_id, assignment_name, assignment.notebook_name,
-                                  target / assignment.source_path.name)
-                shutil.copyfile(notebook_path, job.submitted_path)
-                try:
-                    job.prepared = _sanitise(copy.deepcopy(nb), job, config, db_url)
-                except Exception as error:  # noqa: BLE001 - e.g. nbgrader metadata that fails its checks
-                    status, detail = "invalid notebook", f"{type(error).__name__}: {str(error)[:150]}"
-                else:
-                    jobs.append(job)
-        rows[key] = GradeRow(student_id, assignment_name, None, None, status, detail)
+        row = rows[key] = GradeRow(student_id, assignment_name, None, None, "ok")
+        notebook_path, note = _find_notebook(folder, assignment.source_path.name)
+        if notebook_path is None:
+            row.status, row.detail = "missing notebook", note
+            continue
+        nb, problem = _read_valid(notebook_path)
+        if nb is None:
+            row.status, row.detail = "invalid notebook", problem
+            continue
+        nb, notes = repair(nb, release)
+        row.detail = "; ".join(([note] if note else []) + notes)
+        row.flags = "; ".join(sorted({f for source in _answer_sources(nb, release) for f in flags_for(source)}))
+        job = NotebookJob(student_id, assignment_name, assignment.notebook_name, target / assignment.source_path.name)
+        nbformat.write(nb, str(job.submitted_path))
+        try:
+            job.prepared = _with_guard(_sanitise(copy.deepcopy(nb), job, config, db_url))
+        except Exception as error:  # noqa: BLE001 - e.g. nbgrader metadata that fails its checks
+            row.status, row.detail = "invalid notebook", f"{type(error).__name__}: {str(error)[:150]}"
+            job.submitted_path.unlink()
+            continue
+        jobs.append(job)
 
-    _execute_all(jobs, submissions_dir, limits, workers, progress)
+    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
+    _execute_all(jobs, submissions_dir, limits, workers, progress, hide)
 
+    graded_now = {(job.student_id, job.assignment) for job in jobs}
     for job in jobs:
         _EXECUTED[(job.student_id, job.assignment, job.notebook)] = job.result
         row = rows[(job.student_id, job.assignment)]
         if job.result.status != "ok":
-            row.status, row.detail = job.result.status, job.result.detail
+            row.status = job.result.status
+            row.detail = "; ".join(x for x in (job.result.detail, row.detail) if x)
     try:
-        for (student_id, assignment_name), row in rows.items():
-            if row.status == "unknown assignment":
+        for key, row in rows.items():
+            student_id, assignment_name = key
+            if row.status == "unknown assignment" or (key not in graded_now and row.status not in ("invalid notebook", "missing notebook")):
                 continue
-            if row.status in ("invalid notebook", "missing notebook"):
-                _record_zero(db_url, assignment_name, student_id)
+            if key not in graded_now:
+                if fingerprints.get(key) != state.get(f"{student_id}/{assignment_name}", {}).get("fingerprint"):
+                    _record_zero(db_url, assignment_name, student_id)
+                    shutil.rmtree(out_dir / "feedback" / student_id / assignment_name, ignore_errors=True)
                 continue
             result = api.autograde(assignment_name, student_id, force=True, create=True)
             if not result["success"]:
@@ -266,19 +357,25 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     finally:
         _EXECUTED.clear()
 
-    _fill_scores(rows, db_url)
+    _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in ("invalid notebook", "missing notebook")}, db_url)
+    for key, row in rows.items():
+        if key in fingerprints:
+            state[f"{key[0]}/{key[1]}"] = {"fingerprint": fingerprints[key], "row": row.as_dict()}
+    state_path.parent.mkdir(parents=True, exist_ok=True)
+    state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
     ordered = [rows[key] for key in sorted(rows)]
     write_csv(ordered, out_dir / "grades.csv")
     return ordered
 
 
-def _execute_all(jobs: list[NotebookJob], submissions_dir: Path, limits: Limits, workers: int, progress: bool) -> None:
+def _execute_all(jobs: list[NotebookJob], submissions_dir: Path, limits: Limits, workers: int, progress: bool,
+                 hide: list[Path]) -> None:
     if not jobs:
         return
     from tqdm.auto import tqdm
 
     def run(job: NotebookJob) -> NotebookJob:
-        job.result = run_isolated(job.prepared, submissions_dir / job.student_id / job.assignment, limits)
+        job.result = run_isolated(job.prepared, submissions_dir / job.student_id / job.assignment, limits, hide)
         return job
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -339,7 +436,7 @@ def format_table(rows: list[GradeRow]) -> str:
     header = ["student_id", "assignment", "score", "status"]
     body = [[r.student_id, r.assignment,
              "-" if r.score is None else f"{r.score:g} / {r.max_score:g}",
-             r.status + (f" ({r.detail})" if r.detail and r.status != "ok" else "")] for r in rows]
+             r.status + (f" ({r.detail})" if r.detail else "") + (f" [flagged: {r.flags}]" if r.flags else "")] for r in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(header, *body)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])

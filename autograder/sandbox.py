@@ -8,8 +8,12 @@ Isolation here is what an unprivileged process on Linux/macOS can do for itself:
 * the child and the kernel it starts get limits on address space (memory), CPU seconds, file size
   and open files (``resource.setrlimit``, inherited by the kernel);
 * a wall-clock limit for the whole notebook, after which the process group is killed;
-* no network for Python code that honours the proxy variables (set to a dead address); real
-  network isolation needs a container (see ``autograder/README.md``).
+* where bubblewrap (``bwrap``) works, the child runs in its own mount, PID and network namespaces:
+  the file system is read-only, ``/tmp`` is empty and private, the course repository shows only
+  ``utils/`` and ``autograder/``, the grading output, the submissions folder and the solutions are
+  not there at all, and there is no network. Without bwrap (macOS, a locked-down host) the limits
+  above still apply and the network is discouraged through dead proxy settings only; grade in the
+  container described in ``autograder/README.md`` for the full isolation.
 
 The notebook with hidden tests travels over a pipe and is never written to the scratch folder.
 """
@@ -35,6 +39,39 @@ class Limits:
     notebook_timeout_s: int = 900
     memory_mb: int = 4096
     max_file_mb: int = 256
+    sandbox: str = "auto"   # "auto": bwrap when it works here; "bwrap": required; "none": limits only
+
+
+_BWRAP_WORKS: bool | None = None
+
+
+def bwrap_available() -> bool:
+    """Whether bubblewrap exists and can make namespaces on this machine (checked once)."""
+    global _BWRAP_WORKS
+    if _BWRAP_WORKS is None:
+        path = shutil.which("bwrap")
+        _BWRAP_WORKS = bool(path) and subprocess.run(
+            [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc", "true"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    return _BWRAP_WORKS
+
+
+def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
+    """bubblewrap arguments: read-only root, private /tmp holding only the scratch folder, hidden paths."""
+    import autograder
+    import utils
+
+    packages = [Path(utils.__file__).resolve().parent, Path(autograder.__file__).resolve().parent]
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
+    for path in sorted({p.resolve() for p in hide}, key=lambda p: len(p.parts)):
+        if path.exists() and Path("/tmp") not in path.parents and path != Path("/"):
+            args += ["--tmpfs", str(path)]
+    for package in packages:
+        if any(h.resolve() in package.parents for h in hide):
+            args += ["--ro-bind", str(package), str(package)]
+    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
+    return args
 
 
 @dataclass
@@ -76,8 +113,15 @@ def _child_environment(scratch: Path) -> dict[str, str]:
     return env
 
 
-def run_isolated(nb, submission_dir: Path | None, limits: Limits = Limits()) -> ExecutionResult:
-    """Execute ``nb`` in a sandboxed child; return the executed notebook and a status."""
+def run_isolated(nb, submission_dir: Path | None, limits: Limits = Limits(), hide: list[Path] = ()) -> ExecutionResult:
+    """Execute ``nb`` in a sandboxed child; return the executed notebook and a status.
+
+    ``hide``: folders the child must not see (with bwrap): the grading output, the submissions,
+    the solutions, the repository.
+    """
+    use_bwrap = limits.sandbox == "bwrap" or (limits.sandbox == "auto" and bwrap_available())
+    if limits.sandbox == "bwrap" and not bwrap_available():
+        raise RuntimeError("--sandbox bwrap was asked for, but bubblewrap is missing or cannot create namespaces here")
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         scratch = Path(tmp) / "work"
         scratch.mkdir()
@@ -89,9 +133,12 @@ def run_isolated(nb, submission_dir: Path | None, limits: Limits = Limits()) -> 
                     shutil.copyfile(path, target)
         log_path = Path(tmp) / "worker.log"  # outside the scratch folder
         with open(log_path, "wb") as log:
+            command = [sys.executable, "-m", "autograder.worker", "--scratch", str(scratch),
+                       "--cell-timeout", str(limits.cell_timeout_s)]
+            if use_bwrap:
+                command = _bwrap_prefix(scratch, list(hide)) + command
             process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.worker", "--scratch", str(scratch),
-                 "--cell-timeout", str(limits.cell_timeout_s)],
+                command,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=scratch,
                 env=_child_environment(scratch), start_new_session=True,
                 preexec_fn=_limit_resources(limits),

@@ -21,6 +21,7 @@ import os
 import sys
 
 MAX_OUTPUT_CHARS = 20_000  # per output text; a student's print loop must not bloat the gradebook
+MAX_CELL_OUTPUT_BYTES = 2_000_000  # per cell, while running: past this, further output is dropped
 
 
 def _error_output(ename: str, evalue: str):
@@ -42,8 +43,41 @@ def _truncate(nb) -> None:
                         del data[mime]
 
 
-def execute(nb, scratch: str, cell_timeout: int) -> tuple[str, str]:
+def _capped_client_class():
     from nbclient import NotebookClient
+
+    class CappedClient(NotebookClient):
+        """Drops a cell's output past MAX_CELL_OUTPUT_BYTES, so a print loop cannot exhaust memory."""
+
+        _sizes: dict = {}
+
+        def output(self, outs, msg, display_id, cell_index):
+            size = self._sizes.get(cell_index, 0)
+            if size > MAX_CELL_OUTPUT_BYTES:
+                return None
+            size += len(json.dumps(msg.get("content", {})))
+            self._sizes[cell_index] = size
+            if size > MAX_CELL_OUTPUT_BYTES:
+                from nbformat.v4 import new_output
+
+                outs.append(new_output("stream", name="stdout", text="\n... [further output dropped by the grader]\n"))
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return CappedClient
+
+
+def _out_of_memory(nb) -> bool:
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and (
+                    output.get("ename") == "MemoryError" or "can't allocate memory" in output.get("evalue", "")
+                    or "not enough memory" in output.get("evalue", "")):
+                return True
+    return False
+
+
+def execute(nb, scratch: str, cell_timeout: int) -> tuple[str, str]:
     from nbclient.exceptions import DeadKernelError
 
     completed: set[int] = set()
@@ -61,7 +95,7 @@ def execute(nb, scratch: str, cell_timeout: int) -> tuple[str, str]:
         if not any(o.get("output_type") == "error" and o.get("ename") == content.get("ename") for o in cell.outputs):
             cell.outputs.append(_error_output(content.get("ename", "Error"), content.get("evalue", "")))
 
-    client = NotebookClient(
+    client = _capped_client_class()(
         nb,
         timeout=cell_timeout,
         startup_timeout=120,
@@ -92,6 +126,8 @@ def execute(nb, scratch: str, cell_timeout: int) -> tuple[str, str]:
         if graded and index not in completed:
             cell.setdefault("outputs", []).append(_error_output(
                 "NotExecuted", "the kernel stopped before this cell finished, so its tests did not run"))
+    if status == "ok" and _out_of_memory(nb):
+        status, detail = "memory limit", "a cell ran out of memory (the limit is set by --memory-mb)"
     _truncate(nb)
     return status, detail
 

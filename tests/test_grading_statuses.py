@@ -23,6 +23,7 @@ CASES = {
     "dies_in_test": ("import os, torch\ndef double(x):\n    os._exit(0)", 0, "kernel died"),
     "loops": ("import torch\ndef double(x):\n    while True:\n        pass", 0, "timeout"),
     "sys_exit": ("import sys, torch\ndef double(x):\n    return 2 * x\nsys.exit(0)", 3, "ok"),
+    "misnamed": (None, 3, "ok"),
 }
 
 
@@ -38,6 +39,8 @@ def graded(tmp_path_factory):
     (subs / "empty_file" / "01_fixture").mkdir(parents=True)
     (subs / "empty_file" / "01_fixture" / "fixture.ipynb").write_text("", encoding="utf-8")
     submissions.write(answer(assignment, root), subs / "misnamed" / "01_fixture" / "my_work.ipynb")
+    (subs / "no_notebook" / "01_fixture").mkdir(parents=True)
+    (subs / "no_notebook" / "01_fixture" / "notes.txt").write_text("I forgot to upload it", encoding="utf-8")
     submissions.write(answer(assignment, root), subs / "wrong_folder" / "99_nothing" / "fixture.ipynb")
     out = root / "out"
     rows = grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
@@ -54,7 +57,7 @@ def test_score_and_status(graded, student):
 
 
 @pytest.mark.parametrize("student,status", [("invalid_json", "invalid notebook"), ("empty_file", "invalid notebook"),
-                                            ("misnamed", "missing notebook")])
+                                            ("no_notebook", "missing notebook")])
 def test_unreadable_submissions_score_zero_with_a_reason(graded, student, status):
     rows, _ = graded
     assert (rows[student].score, rows[student].max_score, rows[student].status) == (0, 3, status)

@@ -1,0 +1,114 @@
+"""Put a damaged submission back into the shape of the released notebook before grading.
+
+Students delete, move, duplicate and retype cells, and some editors strip cell metadata. nbgrader
+copes badly: a deleted test cell leaves "needs manual grade" forever, a notebook without metadata is
+graded as if every cell were missing. Here the grader rebuilds every submission on the skeleton of
+the student version it was released as:
+
+* every cell of the release notebook comes back in its place and order (test cells, prose, the
+  set-up cell), whatever the student did to it; nbgrader then restores the test code itself;
+* each answer cell takes the student's code for it: by ``grade_id``; failing that (metadata
+  stripped) from the first of the student's cells that defines the same function or class as the
+  stub; failing that, the unanswered stub;
+* the student's own extra cells are kept, right after the cell they followed;
+* copies of release cells (a duplicated test cell, a metadata-less copy of a locked cell) are dropped.
+
+The repair is deterministic and says what it did, so the grade table can show it.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+
+from . import conventions
+
+_DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def _defined_names(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return _DEFINES.findall(source)
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _normal(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def repair(submitted, release) -> tuple[object, list[str]]:
+    """The submission rebuilt on the release skeleton, and notes on what had to be repaired."""
+    notes: list[str] = []
+    release_ids = [conventions.grade_id(c) for c in release.cells]
+    known = {gid for gid in release_ids if gid}
+    answers_expected = [c for c in release.cells if conventions.nbgrader_meta(c).get("solution")]
+    release_sources = {_normal(c.source) for c in release.cells if not conventions.nbgrader_meta(c).get("solution")}
+
+    by_id: dict[str, object] = {}
+    extras: list[tuple[str | None, object]] = []   # (anchor grade_id, cell)
+    anchor: str | None = None
+    seen_ids: dict[str, int] = {}
+    release_types = {conventions.grade_id(c): c.cell_type for c in release.cells if conventions.grade_id(c)}
+    for cell in submitted.cells:
+        gid = conventions.grade_id(cell)
+        if gid in known:
+            seen_ids[gid] = seen_ids.get(gid, 0) + 1
+            if cell.cell_type != release_types[gid] and seen_ids[gid] == 1:
+                notes.append(f"cell type of {gid} restored")
+            if gid not in by_id:
+                by_id[gid] = cell
+            anchor = gid
+            continue
+        if _normal(cell.source) in release_sources:
+            continue  # a copy of a release cell (duplicated, or stripped of its metadata)
+        extras.append((anchor, cell))
+
+    duplicated = sorted(g for g, n in seen_ids.items() if n > 1)
+    if duplicated:
+        notes.append(f"duplicate cells ignored: {', '.join(duplicated)}")
+    missing_tests = sorted(g for g in known if g not in seen_ids and g != "setup"
+                           and conventions.nbgrader_meta(release.cells[release_ids.index(g)]).get("grade"))
+    if missing_tests:
+        notes.append(f"deleted test cells restored: {', '.join(missing_tests)}")
+    order = [g for g in (conventions.grade_id(c) for c in submitted.cells) if g in known]
+    expected_order = [g for g in release_ids if g in seen_ids]
+    if list(dict.fromkeys(order)) != expected_order:
+        notes.append("cells moved back into their original order")
+
+    answers: dict[str, str] = {}
+    used_extras: set[int] = set()
+    for cell in answers_expected:
+        gid = conventions.grade_id(cell)
+        student_cell = by_id.get(gid)
+        if student_cell is not None:
+            answers[gid] = student_cell.source
+            continue
+        wanted = set(_defined_names(cell.source))
+        for position, (_, extra) in enumerate(extras):
+            if position not in used_extras and extra.cell_type == cell.cell_type and wanted and wanted & set(_defined_names(extra.source)):
+                answers[gid] = extra.source
+                used_extras.add(position)
+                notes.append(f"answer {gid} re-attached by matching its definition")
+                break
+        else:
+            notes.append(f"no answer found for {gid}")
+
+    extras_after: dict[str | None, list[object]] = {}
+    for position, (after, extra) in enumerate(extras):
+        if position not in used_extras:
+            extras_after.setdefault(after, []).append(extra)
+
+    cells = [copy.deepcopy(c) for c in extras_after.get(None, [])]
+    for cell in release.cells:
+        fresh = copy.deepcopy(cell)
+        gid = conventions.grade_id(cell)
+        if gid in answers:
+            fresh.source = answers[gid]
+        cells.append(fresh)
+        cells.extend(copy.deepcopy(c) for c in extras_after.get(gid, []) if gid)
+    repaired = copy.deepcopy(release)
+    repaired.cells = cells
+    return repaired, notes
