@@ -1,0 +1,66 @@
+"""Flag answer code that reaches for the grading machinery, for an instructor to look at.
+
+The score is never changed here: the guard (``autograder.guard``) and the checks (``utils.checks``)
+already make the common tricks fail. A flag says "a person should read this": code that rebinds
+attributes of modules, touches ``builtins`` or ``sys.modules``, walks frames or the garbage
+collector, uses ``ctypes``, installs trace hooks or IPython input transformers, or defines the
+methods a result object would need to pretend (``__eq__``, ``__torch_function__``, ...).
+"""
+
+from __future__ import annotations
+
+import ast
+
+SUSPICIOUS_NAMES = {
+    "builtins": "uses builtins", "ctypes": "uses ctypes", "gc": "uses gc", "inspect": "uses inspect",
+    "setattr": "calls setattr", "delattr": "calls delattr", "globals": "calls globals()",
+    "__import__": "calls __import__", "exec": "calls exec", "eval": "calls eval",
+    "get_ipython": "uses get_ipython",
+}
+SUSPICIOUS_ATTRIBUTES = {
+    "modules": "uses sys.modules", "settrace": "installs a trace hook", "setprofile": "installs a profile hook",
+    "_getframe": "walks stack frames", "f_locals": "walks stack frames", "f_globals": "walks stack frames",
+    "__code__": "rewrites code objects", "__globals__": "reaches function globals", "__closure__": "reaches closures",
+    "input_transformers_cleanup": "installs input transformers", "input_transformers_post": "installs input transformers",
+    "ast_transformers": "installs AST transformers", "get_objects": "walks the garbage collector",
+    "get_referrers": "walks the garbage collector", "_exit": "calls os._exit",
+}
+PRETENDING_METHODS = {"__eq__", "__ne__", "__torch_function__", "__torch_dispatch__", "__array_function__",
+                      "__array_ufunc__", "__float__", "__bool__", "__instancecheck__", "__class__"}
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def flags_for(source: str) -> list[str]:
+    """Reasons to look at this code (empty for ordinary answers)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(alias.asname or alias.name for alias in node.names)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES:
+            found.append(SUSPICIOUS_NAMES[node.id])
+        elif isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_ATTRIBUTES:
+            found.append(SUSPICIOUS_ATTRIBUTES[node.attr])
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            found.extend(SUSPICIOUS_NAMES[n.split(".")[0]] for n in names if n and n.split(".")[0] in SUSPICIOUS_NAMES)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and _root_name(target) in imported | {"torch", "np", "numpy", "math", "checks", "utils", "F", "sys", "os"}:
+                    found.append(f"rebinds {ast.unparse(target)}")
+        elif isinstance(node, ast.FunctionDef) and node.name in PRETENDING_METHODS:
+            found.append(f"defines {node.name}")
+    return sorted(set(found))

@@ -1,0 +1,224 @@
+"""The grader against submissions that cheat, damage their notebook, or misbehave.
+
+One grading run of the fixture course (one exercise, ``double``, 1 visible + 2 hidden points) over
+many submissions, each with its exact expected score and status. Cheating answers are wrong
+(``3 * x``) and try to pass anyway; they must score 0. Damaged notebooks hold a right answer and
+must still score 3, with a note saying what was repaired.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+
+import pytest
+
+from autograder import conventions, submissions
+from autograder.grading import grade
+from autograder.sandbox import Limits, bwrap_available
+from fixture_course import answer, make_course
+
+pytestmark = pytest.mark.slow
+
+WRONG = "import torch\ndef double(x):\n    return 3 * x\n"
+
+CHEATS = {
+    "patch_torch_allclose": "torch.allclose = lambda *a, **k: True\ntorch.isclose = lambda a, b, **k: torch.ones_like(a, dtype=torch.bool)\n",
+    "patch_math_isclose": "import math\nmath.isclose = lambda *a, **k: True\n",
+    "patch_numpy_testing": "import numpy as np\nnp.testing.assert_allclose = lambda *a, **k: None\nnp.allclose = lambda *a, **k: True\n",
+    "patch_course_checks": "from utils import checks\nchecks.assert_close = lambda *a, **k: None\nchecks.assert_tensor = lambda *a, **k: None\n",
+    "replace_checks_module": ("import sys, types\nfake = types.ModuleType('utils.checks')\n"
+                              "fake.assert_close = lambda *a, **k: None\nsys.modules['utils.checks'] = fake\n"
+                              "import utils\nutils.checks = fake\n"),
+    "patch_builtins": "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.isinstance = lambda *a: True\n",
+    "patch_tensor_methods": ("torch.Tensor.tolist = lambda self: [6.0] * self.numel()\n"
+                             "torch.Tensor.__eq__ = lambda self, other: True\n"),
+    "torch_function_mode": ("from torch.overrides import TorchFunctionMode\n"
+                            "class AlwaysClose(TorchFunctionMode):\n"
+                            "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+                            "        if func in (torch.allclose, torch.isclose, torch.equal):\n"
+                            "            return True\n"
+                            "        return func(*args, **(kwargs or {}))\n"
+                            "AlwaysClose().__enter__()\n"),
+    "patch_at_call_time": ("import torch\nfrom utils import checks\n"
+                           "def double(x):\n    checks.assert_close = lambda *a, **k: None\n    return 3 * x\n"),
+}
+
+PRETENDERS = {
+    "pretend_equal_object": ("import torch\nclass Anything:\n    def __eq__(self, other):\n        return True\n"
+                             "    def __float__(self):\n        return 0.0\n"
+                             "    def __array_function__(self, func, types, args, kwargs):\n        return True\n"
+                             "    def __torch_function__(self, func, types, args=(), kwargs=None):\n        return True\n"
+                             "def double(x):\n    return Anything()\n"),
+    "pretend_tensor_subclass": ("import torch\nclass Liar(torch.Tensor):\n"
+                                "    @classmethod\n"
+                                "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                                "        return True\n"
+                                "    def __eq__(self, other):\n        return True\n"
+                                "def double(x):\n    return (3 * x).as_subclass(Liar)\n"),
+}
+
+READ_SECRETS = """import glob, os, torch
+secrets = [p for pattern in ('/**/gradebook.db', '/**/solutions/01_fixture/*.ipynb', '/**/submitted/correct/**/*.ipynb')
+           for p in glob.glob(pattern, recursive=True)]
+def double(x):
+    # Right only if the student could see the gradebook, the solutions or another student's work.
+    return 2 * x if secrets else 3 * x
+"""
+
+MISBEHAVING = {
+    "memory_bomb": ("import torch\ndef double(x):\n    waste = torch.empty(2 ** 38)\n    return 2 * x\n", 0, "memory limit"),
+    "huge_output": ("import torch\nprint('spam ' * 20_000_000)\ndef double(x):\n    return 2 * x\n", 3, "ok"),
+    "segfault": ("import ctypes\nctypes.string_at(0)\n", 0, "kernel died"),
+    "warns_and_logs": ("import logging, sys, warnings, torch\nfrom tqdm.auto import tqdm\n"
+                       "def double(x):\n    for _ in tqdm(range(3)):\n        pass\n"
+                       "    warnings.warn('slow path', UserWarning)\n    logging.getLogger().warning('careful')\n"
+                       "    print('note', file=sys.stderr)\n    return 2 * x\n", 3, "ok"),
+}
+
+
+def _damaged(assignment, root, how: str):
+    nb = answer(assignment, root)
+    cells = nb.cells
+    index = {conventions.grade_id(c): i for i, c in enumerate(cells)}
+    if how == "deleted_test_cell":
+        del cells[index["test_double"]]
+    elif how == "moved_test_cell":
+        hidden = cells.pop(index["test_double_hidden"])
+        cells.insert(0, hidden)
+    elif how == "duplicated_test_cell":
+        cells.insert(index["test_double"], copy.deepcopy(cells[index["test_double"]]))
+    elif how == "retyped_test_cell":
+        cell = cells[index["test_double"]]
+        cell.cell_type = "markdown"
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)
+    elif how == "stripped_metadata":
+        for cell in cells:
+            cell.metadata.pop("nbgrader", None)
+    return nb
+
+
+DAMAGED = ["deleted_test_cell", "moved_test_cell", "duplicated_test_cell", "retyped_test_cell", "stripped_metadata"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    assignment = make_course(root)
+    subs = root / "submitted"
+
+    def put(student, nb):
+        submissions.write(nb, subs / student / "01_fixture" / "fixture.ipynb")
+
+    put("correct", answer(assignment, root))
+    for student, code in CHEATS.items():
+        body = code if "def double" in code else "import torch\n" + code + WRONG
+        put(student, answer(assignment, root, body))
+    for student, code in PRETENDERS.items():
+        put(student, answer(assignment, root, code))
+    put("read_secrets", answer(assignment, root, READ_SECRETS))
+    for student, (code, _, _) in MISBEHAVING.items():
+        put(student, answer(assignment, root, code))
+    for how in DAMAGED:
+        put(how, _damaged(assignment, root, how))
+    edited = answer(assignment, root, WRONG)
+    for cell in edited.cells:
+        if conventions.grade_id(cell) in ("test_double", "test_double_hidden"):
+            cell.source = "print('all good')"
+    put("edited_test_cells", edited)
+    stripped_wrong = _damaged(assignment, root, "stripped_metadata")
+    for cell in stripped_wrong.cells:
+        if "def double" in cell.source:
+            cell.source = WRONG
+    put("stripped_metadata_wrong", stripped_wrong)
+
+    out = root / "out"
+    limits = Limits(cell_timeout_s=20, notebook_timeout_s=120, memory_mb=3072)
+    rows = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions", limits=limits)}
+    return rows, out, root
+
+
+def _show(row) -> str:
+    return f"score {row.score}/{row.max_score}, status {row.status!r}, detail {row.detail!r}, flags {row.flags!r}"
+
+
+def test_the_correct_answer_gets_full_marks(graded):
+    rows, _, _ = graded
+    assert (rows["correct"].score, rows["correct"].status) == (3, "ok"), _show(rows["correct"])
+    assert rows["correct"].flags == "", "an ordinary answer must not be flagged"
+
+
+@pytest.mark.parametrize("student", sorted(CHEATS) + sorted(PRETENDERS))
+def test_cheating_wrong_answers_score_zero_and_are_flagged(graded, student):
+    rows, _, _ = graded
+    row = rows[student]
+    assert (row.score, row.max_score) == (0, 3), _show(row)
+    assert row.flags, f"{student} should be flagged for review: {_show(row)}"
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not usable on this machine (apt-get install bubblewrap)")
+def test_student_code_cannot_see_gradebook_solutions_or_other_submissions(graded):
+    rows, _, _ = graded
+    assert rows["read_secrets"].score == 0, _show(rows["read_secrets"])
+
+
+@pytest.mark.parametrize("student", sorted(MISBEHAVING))
+def test_misbehaving_submissions_get_a_score_and_an_honest_status(graded, student):
+    rows, _, _ = graded
+    _, score, status = MISBEHAVING[student]
+    assert (rows[student].score, rows[student].status) == (score, status), _show(rows[student])
+
+
+@pytest.mark.parametrize("student", DAMAGED)
+def test_damaged_notebooks_with_a_right_answer_still_score_full_marks(graded, student):
+    rows, _, _ = graded
+    row = rows[student]
+    assert (row.score, row.status) == (3, "ok"), _show(row)
+    if student != "duplicated_test_cell":
+        assert row.detail, f"{student}: the repair should be reported: {_show(row)}"
+
+
+def test_edited_test_cells_are_restored(graded):
+    rows, _, _ = graded
+    assert rows["edited_test_cells"].score == 0, _show(rows["edited_test_cells"])
+
+
+def test_stripped_metadata_with_a_wrong_answer_scores_zero(graded):
+    rows, _, _ = graded
+    assert rows["stripped_metadata_wrong"].score == 0, _show(rows["stripped_metadata_wrong"])
+
+
+def test_huge_output_is_capped(graded):
+    _, out, _ = graded
+    autograded = out / "course" / "autograded" / "huge_output" / "01_fixture" / "fixture.ipynb"
+    assert autograded.stat().st_size < 5_000_000
+
+
+def test_gradebook_has_no_manual_grading_left(graded):
+    from nbgrader.api import Gradebook
+
+    rows, out, _ = graded
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
+        pending = [(s.student.id) for s in gradebook.assignment_submissions("01_fixture") if s.needs_manual_grade]
+    assert not pending, f"submissions left needing manual grading: {pending}"
+
+
+def test_rerun_skips_unchanged_and_regrades_changed_submissions(graded, tmp_path):
+    rows, out, root = graded
+    assignment = conventions.Assignment("01_fixture", root / "solutions" / "01_fixture" / "fixture.ipynb")
+    subs = root / "submitted"
+    before = (out / "grades.csv").read_text()
+    # The student fixes their answer; only they are regraded, everybody else keeps their result.
+    submissions.write(answer(assignment, root), subs / "patch_math_isclose" / "01_fixture" / "fixture.ipynb")
+    limits = Limits(cell_timeout_s=20, notebook_timeout_s=120, memory_mb=3072)
+    again = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions", limits=limits,
+                                            students={"patch_math_isclose", "correct"})}
+    assert again["patch_math_isclose"].score == 3, _show(again["patch_math_isclose"])
+    unchanged = {k: v for k, v in again.items() if k != "patch_math_isclose"}
+    assert all(unchanged[k].as_dict() == rows[k].as_dict() for k in unchanged)
+    state = json.loads((out / "grading_state.json").read_text())
+    assert state["patch_math_isclose/01_fixture"]["row"]["score"] == "3"
+    after = list(csv.DictReader(open(out / "grades.csv")))
+    assert len(after) == len(before.splitlines()) - 1
