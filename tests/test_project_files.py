@@ -18,7 +18,8 @@ def test_environment_yml_matches_pyproject():
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     pip_side = _names(project["dependencies"]) | _names(project["optional-dependencies"]["dev"])
     conda_side = set()
-    for line in (REPO_ROOT / "environment.yml").read_text().splitlines():
+    text = (REPO_ROOT / "environment.yml").read_text()
+    for line in text[text.index("\ndependencies:"):].splitlines():
         match = re.match(r"^  - ([A-Za-z0-9_.-]+)", line)
         if match and match.group(1) not in ("pip", "python"):
             conda_side.add(CONDA_NAMES.get(match.group(1), match.group(1)).lower())
