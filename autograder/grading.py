@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import nbformat.reader
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import conventions, guard
@@ -107,10 +108,12 @@ class ReplayExecution(NbGraderPreprocessor):
         executed = [c for c in result.notebook.cells if not c.metadata.get(PREAMBLE_KEY)]
         if len(executed) != len(nb.cells):
             raise RuntimeError("the executed notebook does not line up with the submission")
+        count = 0
         for cell, ran in zip(nb.cells, executed):
             if cell.cell_type == "code":
                 cell.outputs = ran.get("outputs", [])
-                cell.execution_count = ran.get("execution_count")
+                count += ran.get("execution_count") is not None
+                cell.execution_count = count if ran.get("execution_count") is not None else None
                 if cell.metadata.get("nbgrader", {}).get("grade"):
                     cell.outputs = [_neutral(output) for output in cell.outputs]
         return nb, resources
@@ -165,12 +168,20 @@ def discover(submissions_dir: Path) -> list[tuple[str, str, Path]]:
 
 
 def _read_valid(path: Path):
-    """The notebook at ``path``, or the reason it cannot be graded."""
+    """The notebook at ``path``, or a short reason why it cannot be graded."""
+    if path.stat().st_size == 0:
+        return None, "the file is empty"
     try:
         nb = nbformat.read(str(path), as_version=4)
-        nbformat.validate(nb)
+    except nbformat.reader.NotJSONError:
+        return None, "the file is not valid JSON (damaged or truncated?)"
     except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
-        return None, f"{type(error).__name__}: {str(error).splitlines()[0][:150] if str(error) else ''}"
+        return None, f"unreadable: {type(error).__name__}"
+    try:
+        nbformat.validate(nb)
+    except Exception as error:  # noqa: BLE001
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return None, f"not a valid notebook: {first[:100]}"
     return nb, ""
 
 
@@ -323,39 +334,38 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
             continue
         jobs.append(job)
 
-    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
-    _execute_all(jobs, submissions_dir, limits, workers, progress, hide)
-
     graded_now = {(job.student_id, job.assignment) for job in jobs}
-    for job in jobs:
-        _EXECUTED[(job.student_id, job.assignment, job.notebook)] = job.result
+    for key, row in rows.items():
+        # Unreadable submissions graded this run: zero in the gradebook, no stale feedback.
+        if key not in graded_now and row.status in ("invalid notebook", "missing notebook") \
+                and fingerprints.get(key) != state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
+            _record_zero(db_url, key[1], key[0])
+            shutil.rmtree(out_dir / "feedback" / key[0] / key[1], ignore_errors=True)
+
+    def record(job: NotebookJob) -> None:
+        """Phase 3 for one executed notebook (parent only): nbgrader scores it, then feedback."""
         row = rows[(job.student_id, job.assignment)]
         if job.result.status != "ok":
             row.status = job.result.status
             row.detail = "; ".join(x for x in (job.result.detail, row.detail) if x)
-    try:
-        for key, row in rows.items():
-            student_id, assignment_name = key
-            if row.status == "unknown assignment" or (key not in graded_now and row.status not in ("invalid notebook", "missing notebook")):
-                continue
-            if key not in graded_now:
-                if fingerprints.get(key) != state.get(f"{student_id}/{assignment_name}", {}).get("fingerprint"):
-                    _record_zero(db_url, assignment_name, student_id)
-                    shutil.rmtree(out_dir / "feedback" / student_id / assignment_name, ignore_errors=True)
-                continue
-            result = api.autograde(assignment_name, student_id, force=True, create=True)
-            if not result["success"]:
-                row.status, row.detail = "grader error", _last_line(result)
-                continue
-            feedback = api.generate_feedback(assignment_name, student_id, force=True)
-            if feedback["success"]:
-                source = root / "feedback" / student_id / assignment_name
-                target = out_dir / "feedback" / student_id / assignment_name
-                if target.exists():
-                    shutil.rmtree(target)
-                shutil.copytree(source, target)
-    finally:
-        _EXECUTED.clear()
+        _EXECUTED[(job.student_id, job.assignment, job.notebook)] = job.result
+        try:
+            result = api.autograde(job.assignment, job.student_id, force=True, create=True)
+        finally:
+            _EXECUTED.pop((job.student_id, job.assignment, job.notebook), None)
+        if not result["success"]:
+            row.status, row.detail = "grader error", _last_line(result)
+            return
+        feedback = api.generate_feedback(job.assignment, job.student_id, force=True)
+        if feedback["success"]:
+            source = root / "feedback" / job.student_id / job.assignment
+            target = out_dir / "feedback" / job.student_id / job.assignment
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(source, target)
+
+    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
+    _execute_all(jobs, submissions_dir, limits, workers, progress, hide, record)
 
     _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in ("invalid notebook", "missing notebook")}, db_url)
     for key, row in rows.items():
@@ -369,7 +379,12 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
 
 
 def _execute_all(jobs: list[NotebookJob], submissions_dir: Path, limits: Limits, workers: int, progress: bool,
-                 hide: list[Path]) -> None:
+                 hide: list[Path], record) -> None:
+    """Run the notebooks ``workers`` at a time; record each in this thread as soon as it finishes.
+
+    Recording (nbgrader's bookkeeping and the feedback page) overlaps with the notebooks still
+    running, and only this thread ever touches the gradebook.
+    """
     if not jobs:
         return
     from tqdm.auto import tqdm
@@ -382,7 +397,7 @@ def _execute_all(jobs: list[NotebookJob], submissions_dir: Path, limits: Limits,
         futures = [pool.submit(run, job) for job in jobs]
         bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
         for future in as_completed(futures):
-            future.result()
+            record(future.result())
             bar.update(1)
         bar.close()
 
