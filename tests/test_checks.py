@@ -86,3 +86,10 @@ def test_raises_reports_the_wrong_error_and_no_error():
         checks.assert_raises(ValueError, fine, name="f")
     with pytest.raises(AssertionError, match="raised TypeError"):
         checks.assert_raises(ValueError, wrong, name="f")
+
+
+def test_the_module_refuses_reassignment():
+    with pytest.raises(AttributeError, match="read-only"):
+        checks.assert_close = lambda *a, **k: None
+    with pytest.raises(AttributeError, match="read-only"):
+        del checks.assert_equal

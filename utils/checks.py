@@ -330,3 +330,20 @@ def assert_true(condition: Any, *, name: str, problem: str, hint: str | None = N
         raise TypeError(f"assert_true takes a bool, not {type(condition).__name__}")
     if not condition:
         _fail(name, problem, hint)
+
+
+class _ReadOnlyModule(type(_builtins)):
+    """This module refuses assignments: ``checks.assert_close = ...`` in an answer raises at once."""
+
+    def __setattr__(self, name, value):
+        if name.startswith("__"):  # import machinery (reload sets __spec__, __loader__, ...)
+            return super().__setattr__(name, value)
+        raise AttributeError(f"utils.checks is read-only; {name!r} cannot be reassigned")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"utils.checks is read-only; {name!r} cannot be deleted")
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _ReadOnlyModule
