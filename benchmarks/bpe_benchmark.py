@@ -27,6 +27,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.conventions import strip_solution_markers
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "solutions" / "02_tokenization" / "tokenization.ipynb"
 CELLS = ("split_words_helper", "count_pairs", "merge", "train_bpe", "encode", "decode")
@@ -46,8 +48,7 @@ def load_reference(notebook: Path = NOTEBOOK) -> dict:
         raise SystemExit(f"{notebook} has no cell with grade_id {missing}")
     namespace: dict = {"__name__": "bpe_reference"}
     for grade_id in CELLS:
-        source = "\n".join(line for line in by_id[grade_id].source.splitlines()
-                           if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+        source = strip_solution_markers(by_id[grade_id].source)
         tree = ast.parse(source)
         tree.body = [node for node in tree.body if isinstance(node, KEEP)]
         exec(compile(tree, f"<{notebook.name}:{grade_id}>", "exec"), namespace)
