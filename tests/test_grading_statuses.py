@@ -81,3 +81,24 @@ def test_feedback_hides_hidden_test_source(graded):
     html = (out / "feedback" / "wrong" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "arange(6.0)" not in html and "BEGIN HIDDEN TESTS" not in html
     assert "test_double_hidden" in html and "failed" in html
+
+
+def test_grading_is_deterministic(tmp_path):
+    """The same submissions graded twice, from scratch, get the same scores (everything is seeded)."""
+    root = tmp_path / "course"
+    root.mkdir()
+    assignment = make_course(root)
+    subs = root / "submitted"
+    coin = ("import random, numpy as np, torch\n"
+            "def double(x):\n"
+            "    # right or wrong by chance: only seeding makes the score repeatable\n"
+            "    heads = torch.rand(1).item() + np.random.rand() + random.random() > 1.5\n"
+            "    return 2 * x if heads else 3 * x\n")
+    for student in ("coin_a", "coin_b"):
+        submissions.write(answer(assignment, root, coin), subs / student / "01_fixture" / "fixture.ipynb")
+    limits = Limits(cell_timeout_s=30, notebook_timeout_s=120)
+    runs = [[(r.student_id, r.score, r.status) for r in grade(subs, tmp_path / f"out{i}", workers=2, progress=False,
+                                                              solutions_dir=root / "solutions", limits=limits)]
+            for i in range(2)]
+    assert runs[0] == runs[1]
+    assert runs[0][0][1:] == runs[0][1][1:], "two identical submissions must score the same"
