@@ -2,7 +2,7 @@
 
 The score is never changed here: the guard (``autograder.guard``) and the checks (``utils.checks``)
 already make the common tricks fail. A flag says "a person should read this": code that rebinds
-attributes of modules, touches ``builtins`` or ``sys.modules``, walks frames or the garbage
+attributes of modules or the names of modules (``torch = ...``), touches ``builtins`` or ``sys.modules``, walks frames or the garbage
 collector, uses ``ctypes``, installs trace hooks or IPython input transformers, or defines the
 methods a result object would need to pretend (``__eq__``, ``__torch_function__``, ...).
 """
@@ -10,6 +10,8 @@ methods a result object would need to pretend (``__eq__``, ``__torch_function__`
 from __future__ import annotations
 
 import ast
+
+from .guard import MODULE_ALIASES
 
 SUSPICIOUS_NAMES = {
     "builtins": "uses builtins", "ctypes": "uses ctypes", "gc": "uses gc", "inspect": "uses inspect",
@@ -59,6 +61,8 @@ def flags_for(source: str) -> list[str]:
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
+                if isinstance(target, ast.Name) and target.id in MODULE_ALIASES:
+                    found.append(f"rebinds the name {target.id}")
                 if isinstance(target, ast.Attribute) and _root_name(target) in imported | {"torch", "np", "numpy", "math", "checks", "utils", "F", "sys", "os"}:
                     found.append(f"rebinds {ast.unparse(target)}")
         elif isinstance(node, ast.FunctionDef) and node.name in PRETENDING_METHODS:

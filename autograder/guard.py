@@ -7,7 +7,7 @@ on: ``torch.allclose = lambda *a, **k: True``, ``math.isclose``, ``numpy.testing
 At grading time the grader inserts one cell right after the set-up cell (before any student code)
 that takes a snapshot of those modules, classes and builtins and keeps it in a closure, bound to a
 random name. Each test cell then starts with a call to that name, which puts every snapshotted
-binding back, pops torch function/dispatch modes, and removes trace/profile hooks. A submission
+binding back (including names like ``torch``, ``np`` or ``checks`` in the notebook's namespace), pops torch function/dispatch modes, and removes trace/profile hooks. A submission
 that deletes the name makes its test cells fail (score 0), never pass.
 
 This is a defence against the rebinding attacks above, not a proof of isolation: code that walks the
@@ -23,9 +23,19 @@ WATCHED_MODULES = ("builtins", "math", "random", "numpy", "numpy.testing", "torc
                    "torch.nn.functional", "torch.testing", "utils", "utils.checks", "utils.environment",
                    "sys", "os", "warnings", "unittest", "hypothesis")
 
+# Conventional names for those modules in a notebook's namespace. A submission that rebinds one
+# (``torch = FakeTorch()``) would change what a visible test computes its expected values with.
+MODULE_ALIASES = {"torch": "torch", "np": "numpy", "numpy": "numpy", "F": "torch.nn.functional", "nn": "torch.nn",
+                  "math": "math", "random": "random", "checks": "utils.checks", "utils": "utils", "sys": "sys", "os": "os"}
 
-def make_guard():
-    """Snapshot the watched state now; return a function that restores it."""
+
+def make_guard(namespace: dict | None = None):
+    """Snapshot the watched state now; return a function that restores it.
+
+    ``namespace`` is the notebook's global namespace: names in it that conventionally refer to a
+    watched module (``torch``, ``np``, ``F``, ``checks``, ...) are pointed back at the real module
+    whenever they exist.
+    """
     import importlib
     import sys
 
@@ -45,8 +55,13 @@ def make_guard():
     settrace, setprofile = sys.settrace, sys.setprofile
     module_table = sys.modules
     torch_c = getattr(torch, "_C", None)
+    aliases = [(alias, modules[name]) for alias, name in MODULE_ALIASES.items() if name in modules]
+    user_namespace = namespace if namespace is not None else {}
 
     def restore() -> None:
+        for alias, module in aliases:
+            if alias in user_namespace and user_namespace[alias] is not module:
+                user_namespace[alias] = module
         for name, module in dict_items(modules):
             if module_table.get(name) is not module:
                 module_table[name] = module
@@ -86,7 +101,7 @@ def guard_name() -> str:
 def preamble_source(name: str) -> str:
     """The cell the grader inserts after the set-up cell."""
     return (f"import autograder.guard as _course_guard_module\n"
-            f"{name} = _course_guard_module.make_guard()\n"
+            f"{name} = _course_guard_module.make_guard(globals())\n"
             f"del _course_guard_module\n")
 
 

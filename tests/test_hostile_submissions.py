@@ -41,6 +41,13 @@ CHEATS = {
                             "            return True\n"
                             "        return func(*args, **(kwargs or {}))\n"
                             "AlwaysClose().__enter__()\n"),
+    "shadow_torch_name": ("import torch as real_torch\n"
+                          "class FakeTorch:\n"
+                          "    def __getattr__(self, name):\n        return getattr(real_torch, name)\n"
+                          "    @staticmethod\n"
+                          "    def tensor(data, *args, **kwargs):\n        return real_torch.zeros(len(data))\n"
+                          "torch = FakeTorch()\n"
+                          "def double(x):\n    return 3 * x\n"),
     "patch_at_call_time": ("import torch\nfrom utils import checks\n"
                            "def double(x):\n    checks.assert_close = lambda *a, **k: None\n    return 3 * x\n"),
 }
