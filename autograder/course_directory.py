@@ -13,9 +13,6 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-# Per-cell limit while autograding (nbgrader's Execute.timeout overrides ExecutePreprocessor.timeout).
-DEFAULT_CELL_TIMEOUT_SECONDS = 120
-
 
 def course_config(root: Path, db_path: Path, *, course_id: str = "transformer-course") -> Config:
     """Configuration for a course root whose ``source``/``release``/... folders are under ``root``."""

@@ -43,12 +43,15 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import conventions, guard
 from .flags import flags_for
+from .setup_cell import SETUP_GRADE_ID
 from .repair import repair
+from .worker import error_output
 from .course_directory import course_config, link_sources, make_api
-from .sandbox import ExecutionResult, Limits, run_isolated
+from .sandbox import ExecutionResult, Limits, copy_submission_files, run_isolated
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
 STATE_FILE = "grading_state.json"
+UNREADABLE = ("invalid notebook", "missing notebook")  # statuses of submissions that never run
 GRADER_VERSION = "2"  # bump when a change to the grader should regrade unchanged submissions
 
 
@@ -120,12 +123,10 @@ class ReplayExecution(NbGraderPreprocessor):
 
 
 def _mark_all_graded(nb, result: ExecutionResult):
-    from nbformat.v4 import new_output
-
+    """No executed notebook came back (the whole notebook timed out or the worker failed): every test fails."""
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.outputs = [new_output("error", ename="NotExecuted", evalue=f"{result.status}: {result.detail}",
-                                       traceback=[f"NotExecuted: {result.status}: {result.detail}"])]
+            cell.outputs = [error_output("NotExecuted", f"{result.status}: {result.detail}")]
     return nb
 
 
@@ -185,7 +186,7 @@ def _read_valid(path: Path):
     return nb, ""
 
 
-def _config(root: Path, db_path: Path, limits: Limits):
+def _config(root: Path, db_path: Path):
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
                                         LimitOutput, SaveAutoGrades)
@@ -195,7 +196,6 @@ def _config(root: Path, db_path: Path, limits: Limits):
     config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, CSSHTMLHeaderPreprocessor]
-    config.Execute.timeout = limits.cell_timeout_s
     return config
 
 
@@ -238,7 +238,7 @@ def _with_guard(nb):
     for cell in prepared.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             cell.source = guard.test_cell_prefix(name) + cell.source
-    setup_index = next((i for i, c in enumerate(prepared.cells) if conventions.grade_id(c) == "setup"), -1)
+    setup_index = next((i for i, c in enumerate(prepared.cells) if conventions.grade_id(c) == SETUP_GRADE_ID), -1)
     preamble = new_code_cell(guard.preamble_source(name), metadata={PREAMBLE_KEY: True})
     prepared.cells.insert(setup_index + 1, preamble)
     return prepared
@@ -269,7 +269,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     root = out_dir / "course"
     db_path = out_dir / "gradebook.db"
     link_sources(root, solutions_dir)
-    config = _config(root, db_path, limits)
+    config = _config(root, db_path)
     api = make_api(config)
     db_url = f"sqlite:///{db_path}"
     state_path = out_dir / STATE_FILE
@@ -308,10 +308,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
         if target.exists():
             shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
         target.mkdir(parents=True)
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
-                (target / path.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target / path.relative_to(folder))
+        copy_submission_files(folder, target)
         row = rows[key] = GradeRow(student_id, assignment_name, None, None, "ok")
         notebook_path, note = _find_notebook(folder, assignment.source_path.name)
         if notebook_path is None:
@@ -337,7 +334,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     graded_now = {(job.student_id, job.assignment) for job in jobs}
     for key, row in rows.items():
         # Unreadable submissions graded this run: zero in the gradebook, no stale feedback.
-        if key not in graded_now and row.status in ("invalid notebook", "missing notebook") \
+        if key not in graded_now and row.status in UNREADABLE \
                 and fingerprints.get(key) != state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
             _record_zero(db_url, key[1], key[0])
             shutil.rmtree(out_dir / "feedback" / key[0] / key[1], ignore_errors=True)
@@ -367,7 +364,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
     _execute_all(jobs, submissions_dir, limits, workers, progress, hide, record)
 
-    _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in ("invalid notebook", "missing notebook")}, db_url)
+    _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
     for key, row in rows.items():
         if key in fingerprints:
             state[f"{key[0]}/{key[1]}"] = {"fingerprint": fingerprints[key], "row": row.as_dict()}

@@ -81,6 +81,15 @@ class ExecutionResult:
     notebook: object     # the executed NotebookNode (None only when nothing came back)
 
 
+def copy_submission_files(source: Path, target: Path) -> None:
+    """Copy a submission's own files, minus notebooks and links, from ``source`` into ``target``."""
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
+            destination = target / path.relative_to(source)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, destination)
+
+
 def _limit_resources(limits: Limits):
     def apply() -> None:
         import resource
@@ -126,11 +135,7 @@ def run_isolated(nb, submission_dir: Path | None, limits: Limits = Limits(), hid
         scratch = Path(tmp) / "work"
         scratch.mkdir()
         if submission_dir is not None:
-            for path in submission_dir.rglob("*"):
-                if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
-                    target = scratch / path.relative_to(submission_dir)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(path, target)
+            copy_submission_files(submission_dir, scratch)
         log_path = Path(tmp) / "worker.log"  # outside the scratch folder
         with open(log_path, "wb") as log:
             command = [sys.executable, "-m", "autograder.worker", "--scratch", str(scratch),

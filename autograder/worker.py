@@ -24,7 +24,7 @@ MAX_OUTPUT_CHARS = 20_000  # per output text; a student's print loop must not bl
 MAX_CELL_OUTPUT_BYTES = 2_000_000  # per cell, while running: past this, further output is dropped
 
 
-def _error_output(ename: str, evalue: str):
+def error_output(ename: str, evalue: str):
     from nbformat.v4 import new_output
 
     return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
@@ -93,7 +93,7 @@ def execute(nb, scratch: str, cell_timeout: int) -> tuple[str, str]:
         # An error the kernel reported only in its reply (a timeout) must show in the outputs too,
         # or the cell would look like it passed.
         if not any(o.get("output_type") == "error" and o.get("ename") == content.get("ename") for o in cell.outputs):
-            cell.outputs.append(_error_output(content.get("ename", "Error"), content.get("evalue", "")))
+            cell.outputs.append(error_output(content.get("ename", "Error"), content.get("evalue", "")))
 
     client = _capped_client_class()(
         nb,
@@ -124,7 +124,7 @@ def execute(nb, scratch: str, cell_timeout: int) -> tuple[str, str]:
             status, detail = "timeout", f"cell {index} ran past {cell_timeout} s"
         graded = cell.get("metadata", {}).get("nbgrader", {}).get("grade")
         if graded and index not in completed:
-            cell.setdefault("outputs", []).append(_error_output(
+            cell.setdefault("outputs", []).append(error_output(
                 "NotExecuted", "the kernel stopped before this cell finished, so its tests did not run"))
     if status == "ok" and _out_of_memory(nb):
         status, detail = "memory limit", "a cell ran out of memory (the limit is set by --memory-mb)"

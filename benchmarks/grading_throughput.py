@@ -41,7 +41,7 @@ def main() -> int:
         total = args.copies * len(assignments)
         notebook_time = args.copies * sum(cell_seconds.values())
         print(f"{total} submissions ({args.copies} per assignment: {', '.join(a.name for a in assignments)})")
-        print(f"notebook cell time alone: " + ", ".join(f"{k} {v:.1f} s" for k, v in cell_seconds.items()))
+        print("notebook cell time alone: " + ", ".join(f"{k} {v:.1f} s" for k, v in cell_seconds.items()))
         print(f"{'workers':>7} {'wall s':>8} {'subs/min':>9} {'s/sub':>7} {'overhead s/sub':>15}")
         for workers in args.workers:
             start = time.perf_counter()
