@@ -1,0 +1,201 @@
+"""What a test asks of an exercise beyond calling it, written once for both places a test runs.
+
+A test cell runs in two places:
+
+* in the student's own kernel, for immediate feedback: the exercise names are the student's real
+  functions and classes, and these probes simply do their work there;
+* at grading time, in the course's *judge*, a separate process that never runs student code: the
+  exercise names are handles that send their arguments to the sandboxed student kernel and get the
+  result back **by value** (tensors, arrays, numbers, strings, lists/tuples/dicts of them). There a
+  probe becomes one request to the kernel, and its answer comes back by value too.
+
+So a test never needs an object that lives in the student's kernel. What it cannot do by calling a
+handle, it does with a probe:
+
+* ``gradients(fn, *args, grad_output=..., **kwargs)``: run ``fn`` (a function or an ``nn.Module``)
+  where it lives and backpropagate; returns the output and the gradients by value;
+* ``traced_call(fn, *args, **kwargs)``: the result plus what the call did to its arguments (were
+  they modified in place? is the result one of them, or a view of one?);
+* ``make("torch.nn.Linear", 4, 3)``: build an object of a PyTorch or course class where the student's
+  code runs, so it can be passed to an exercise (a model for an evaluation loop, say);
+* ``parameters(module)`` / ``num_parameters(module)``: a module's named parameters by value;
+* ``time_limit(seconds)``: a context manager; at grading time a call inside it that overruns is
+  stopped and fails with a clear message (in your own kernel it is measured after the fact).
+
+This module holds no exercise solution: students receive it as it is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# Set by the judge (``autograder.judge``) in its own process. In a student's kernel it stays None and
+# every probe runs right here.
+_judge = None
+
+ALLOWED_PREFIXES = ("torch.", "utils.")
+
+
+@dataclass
+class TracedCall:
+    """What ``traced_call`` saw.
+
+    ``result``: the return value. ``args_after``/``kwargs_after``: the arguments as they were after
+    the call (equal to the inputs unless the function modified them in place).
+    ``returns_argument``: the result *is* one of the argument objects (e.g. the caller's own list).
+    ``shares_memory``: a tensor in the result shares memory with a tensor argument (a view of it).
+    """
+
+    result: Any
+    args_after: tuple
+    kwargs_after: dict
+    returns_argument: bool
+    shares_memory: bool
+
+
+def _is_local() -> bool:
+    return _judge is None
+
+
+def gradients(fn, *args, grad_output=None, **kwargs) -> dict:
+    """Call ``fn(*args, **kwargs)`` and backpropagate ``(output * grad_output).sum()``.
+
+    Floating tensor arguments created with ``requires_grad=True`` get gradients; so do the
+    parameters when ``fn`` is an ``nn.Module``. ``grad_output`` defaults to ones. Returns a dict:
+    ``"output"`` (detached), ``"inputs"`` (one entry per positional argument: its gradient, or
+    None), ``"params"`` (parameter name -> gradient or None; empty for a plain function).
+    """
+    if not _is_local():
+        return _judge.probe("gradients", fn, args, kwargs, grad_output=grad_output)
+    return _gradients_here(fn, args, kwargs, grad_output)
+
+
+def _gradients_here(fn, args, kwargs, grad_output) -> dict:
+    args = tuple(a.detach().clone().requires_grad_(True) if isinstance(a, torch.Tensor) and a.requires_grad else a
+                 for a in args)
+    module = fn if isinstance(fn, torch.nn.Module) else None
+    if module is not None:
+        module.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        output = fn(*args, **kwargs)
+        if not isinstance(output, torch.Tensor):
+            raise TypeError(f"gradients() needs a tensor output, got {type(output).__name__}")
+        weight = torch.ones_like(output) if grad_output is None else grad_output.to(output.dtype)
+        if output.requires_grad:
+            (output * weight).sum().backward()
+    input_grads = [a.grad.detach().clone() if isinstance(a, torch.Tensor) and a.grad is not None else None
+                   for a in args]
+    params = {}
+    if module is not None:
+        params = {name: (p.grad.detach().clone() if p.grad is not None else None)
+                  for name, p in module.named_parameters()}
+    return {"output": output.detach(), "inputs": input_grads, "params": params}
+
+
+def traced_call(fn, *args, **kwargs) -> TracedCall:
+    """Call ``fn`` and report what it did to its arguments (see ``TracedCall``)."""
+    if not _is_local():
+        return TracedCall(**_judge.probe("traced_call", fn, args, kwargs))
+    return TracedCall(**_traced_call_here(fn, args, kwargs))
+
+
+def _tensors_in(value, found: list) -> list:
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _tensors_in(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensors_in(item, found)
+    return found
+
+
+def _storage_span(tensor: torch.Tensor):
+    if tensor.numel() == 0:
+        return None
+    start = tensor.untyped_storage().data_ptr()
+    return start, start + tensor.untyped_storage().nbytes()
+
+
+def _traced_call_here(fn, args, kwargs) -> dict:
+    result = fn(*args, **kwargs)
+    argument_objects = list(args) + list(kwargs.values())
+    returns_argument = any(result is a for a in argument_objects if not isinstance(a, (int, float, str, bool, type(None))))
+    spans = [s for s in (_storage_span(t) for t in _tensors_in(argument_objects, [])) if s]
+    shares = False
+    for tensor in _tensors_in(result, []):
+        span = _storage_span(tensor)
+        if span and any(span[0] < end and start < span[1] for start, end in spans):
+            shares = True
+    return {"result": result, "args_after": tuple(args), "kwargs_after": dict(kwargs),
+            "returns_argument": returns_argument, "shares_memory": shares}
+
+
+def make(qualified_name: str, *args, **kwargs):
+    """Build ``qualified_name(*args, **kwargs)`` (a class or function under ``torch.`` or ``utils.``)
+    where the student's code runs, e.g. ``make("torch.nn.Linear", 4, 3)``. Keyword ``state_dict=``
+    loads those weights into the new module."""
+    if not qualified_name.startswith(ALLOWED_PREFIXES):
+        raise ValueError(f"make() builds objects from torch.* or utils.* only, not {qualified_name!r}")
+    if not _is_local():
+        return _judge.probe("make", qualified_name, args, kwargs)
+    return _make_here(qualified_name, args, kwargs)
+
+
+def _make_here(qualified_name: str, args, kwargs):
+    state = kwargs.pop("state_dict", None)
+    module_name, _, attribute = qualified_name.rpartition(".")
+    target = importlib.import_module(module_name)
+    obj = getattr(target, attribute)(*args, **kwargs)
+    if state is not None:
+        obj.load_state_dict(state)
+    return obj
+
+
+def parameters(module) -> dict:
+    """``{name: tensor}`` for the module's named parameters (detached copies)."""
+    if not _is_local():
+        return _judge.probe("parameters", module, (), {})
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def num_parameters(module) -> int:
+    """The number of scalar parameters in the module (shared tensors counted once)."""
+    if not _is_local():
+        return _judge.probe("num_parameters", module, (), {})
+    return sum(p.numel() for p in module.parameters())
+
+
+@contextmanager
+def time_limit(seconds: float, what: str = "this call"):
+    """Calls inside must finish within ``seconds``. At grading time an overrunning call is stopped
+    and fails; here (your own kernel) the block is timed and fails afterwards if it took too long."""
+    if not _is_local():
+        with _judge.time_limit(seconds, what):
+            yield
+        return
+    start = time.perf_counter()
+    yield
+    elapsed = time.perf_counter() - start
+    if elapsed > seconds:
+        from .checks import CheckFailure
+
+        raise CheckFailure(f"{what}: took {elapsed:.1f} s; the limit at grading time is {seconds:g} s.\n"
+                           "Hint: look for work repeated inside a loop (recounting everything on every step).")
+
+
+# The kernel-side half of each probe, looked up by the judge's requests by name.
+KERNEL_SIDE = {
+    "gradients": lambda fn, args, kwargs, grad_output=None: _gradients_here(fn, args, kwargs, grad_output),
+    "traced_call": lambda fn, args, kwargs: _traced_call_here(fn, args, kwargs),
+    "make": lambda name, args, kwargs: _make_here(name, args, dict(kwargs)),
+    "parameters": lambda module, args, kwargs: {n: p.detach().clone() for n, p in module.named_parameters()},
+    "num_parameters": lambda module, args, kwargs: sum(p.numel() for p in module.parameters()),
+}
