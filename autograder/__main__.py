@@ -12,7 +12,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    commands.add_parser("build", help="regenerate notebooks/ (student versions) from solutions/")
+    build_parser = commands.add_parser("build", help="regenerate notebooks/ (student versions) from solutions/")
+    build_parser.add_argument("--assignment", action="append",
+                              help="build only this assignment, e.g. 03_attention (repeatable; default: all)")
 
     grade_parser = commands.add_parser("grade", help="autograde SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
     grade_parser.add_argument("submissions", type=Path, help="folder of submissions, nbgrader's submitted/ layout")
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         from .build import build
 
-        changed = build()
+        changed = build(only=set(args.assignment) if args.assignment else None)
         for path in changed:
             print(f"updated {path}")
         print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")

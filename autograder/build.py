@@ -51,10 +51,15 @@ def tidy_source_notebook(nb) -> None:
 
 
 def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path = conventions.NOTEBOOKS_DIR,
-          *, tidy_sources: bool = True) -> list[Path]:
-    """Build every student version; return the files that changed."""
+          *, tidy_sources: bool = True, only: set[str] | None = None) -> list[Path]:
+    """Build every student version (or only the assignments named in ``only``); return the files that changed."""
     changed: list[Path] = []
-    assignments = conventions.assignments(solutions_dir)
+    all_assignments = conventions.assignments(solutions_dir)
+    if only:
+        unknown = sorted(only - {a.name for a in all_assignments})
+        if unknown:
+            raise BuildError(f"no assignment named {', '.join(unknown)} in {solutions_dir}")
+    assignments = [a for a in all_assignments if not only or a.name in only]
     if tidy_sources:
         for assignment in assignments:
             nb = conventions.read_notebook(assignment.source_path)
@@ -90,7 +95,7 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
                     path.unlink()
                     changed.append(path)
 
-    known = {a.name for a in assignments}
+    known = {a.name for a in all_assignments}
     if notebooks_dir.exists():
         for folder in notebooks_dir.iterdir():
             if folder.is_dir() and folder.name not in known:
