@@ -15,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     build_parser = commands.add_parser("build", help="regenerate notebooks/ (student versions) from solutions/")
     build_parser.add_argument("--assignment", action="append",
                               help="build only this assignment, e.g. 03_attention (repeatable; default: all)")
+    build_parser.add_argument("--release", action="store_true",
+                              help="building a course to publish: refuse while the repository URL "
+                                   "(autograder/setup_cell.py) is a placeholder")
 
     grade_parser = commands.add_parser("grade", help="autograde SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
     grade_parser.add_argument("submissions", type=Path, help="folder of submissions, nbgrader's submitted/ layout")
@@ -35,9 +38,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "build":
-        from .build import build
+        from .build import BuildError, build
 
-        changed = build(only=set(args.assignment) if args.assignment else None)
+        try:
+            changed = build(only=set(args.assignment) if args.assignment else None, release=args.release)
+        except BuildError as error:
+            print(f"build: {error}", file=sys.stderr)
+            return 1
         for path in changed:
             print(f"updated {path}")
         print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")

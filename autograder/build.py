@@ -17,7 +17,7 @@ import nbformat
 
 from . import conventions
 from .course_directory import course_config, link_sources, make_api
-from .setup_cell import SETUP_GRADE_ID, setup_cell_source
+from .setup_cell import SETUP_GRADE_ID, release_problems, setup_cell_source
 
 
 class BuildError(RuntimeError):
@@ -51,8 +51,16 @@ def tidy_source_notebook(nb) -> None:
 
 
 def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path = conventions.NOTEBOOKS_DIR,
-          *, tidy_sources: bool = True, only: set[str] | None = None) -> list[Path]:
-    """Build every student version (or only the assignments named in ``only``); return the files that changed."""
+          *, tidy_sources: bool = True, only: set[str] | None = None, release: bool = False) -> list[Path]:
+    """Build every student version (or only the assignments named in ``only``); return the files that changed.
+
+    ``release``: the build is for publishing the course; refuse it (before writing anything) while
+    the repository URL in ``autograder/setup_cell.py`` is a placeholder.
+    """
+    if release:
+        problems = release_problems()
+        if problems:
+            raise BuildError("refusing a release build: " + "; ".join(problems))
     changed: list[Path] = []
     all_assignments = conventions.assignments(solutions_dir)
     if only:

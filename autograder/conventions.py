@@ -116,6 +116,31 @@ def exercises(nb) -> list[Exercise]:
     return found
 
 
+def exercise_names(nb) -> list[str]:
+    """The names a notebook's solution cells define at top level (functions, classes, variables).
+
+    In the judge, these are the names a test cell may use from the notebook: each becomes a handle
+    to the student's object of that name.
+    """
+    import ast
+
+    names: list[str] = []
+    for cell in nb.cells:
+        if not is_solution_cell(cell):
+            continue
+        try:
+            tree = ast.parse(strip_solution_markers(cell.source))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.extend(t.id for t in targets if isinstance(t, ast.Name))
+    return list(dict.fromkeys(names))
+
+
 def strip_solution_markers(source: str) -> str:
     """The code a student who solved the exercise would have: the solution without marker lines."""
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION))

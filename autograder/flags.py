@@ -1,7 +1,7 @@
 """Flag answer code that reaches for the grading machinery, for an instructor to look at.
 
-The score is never changed here: the guard (``autograder.guard``) and the checks (``utils.checks``)
-already make the common tricks fail. A flag says "a person should read this": code that rebinds
+The score is never changed here: verdicts are decided by the judge, in a process the student's code
+never runs in (``autograder.judge``), so these tricks cannot change a score. A flag says "a person should read this": code that rebinds
 attributes of modules or the names of modules (``torch = ...``), touches ``builtins`` or ``sys.modules``, walks frames or the garbage
 collector, uses ``ctypes``, installs trace hooks or IPython input transformers, or defines the
 methods a result object would need to pretend (``__eq__``, ``__torch_function__``, ...).
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 
-from .guard import MODULE_ALIASES
+# Conventional names of modules in a notebook; rebinding one (``torch = FakeTorch()``) is worth a look.
+MODULE_ALIASES = {"torch": "torch", "np": "numpy", "numpy": "numpy", "F": "torch.nn.functional", "nn": "torch.nn",
+                  "math": "math", "random": "random", "checks": "utils.checks", "utils": "utils", "sys": "sys", "os": "os"}
 
 SUSPICIOUS_NAMES = {
     "builtins": "uses builtins", "ctypes": "uses ctypes", "gc": "uses gc", "inspect": "uses inspect",

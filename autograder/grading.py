@@ -1,27 +1,26 @@
 """``python -m autograder grade SUBMISSIONS --out OUT``: autograde a folder of submissions.
 
 Layout read: ``SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`` (nbgrader's
-``submitted/`` layout). Written:
+``submitted/`` layout). Written, and nothing outside ``OUT``:
 
-* ``OUT/gradebook.db``: nbgrader's sqlite gradebook (the real one: ``nbgrader export``,
-  formgrader and ``generate_feedback`` all work on it with ``--CourseDirectory.root=OUT/course``
-  and ``--CourseDirectory.db_url=sqlite:///OUT/gradebook.db``);
-* ``OUT/grades.csv``: ``student_id, assignment, score, max_score, status, detail``;
-* ``OUT/feedback/<student_id>/<assignment>/<notebook>.html``: per-student feedback, with hidden
-  tests shown only by name, points and pass/fail;
-* ``OUT/course/``: nbgrader's working folders (``submitted``, ``autograded``, ``feedback``).
+* ``OUT/gradebook.db``: nbgrader's sqlite gradebook (``nbgrader export``, formgrader and
+  ``generate_feedback`` work on it with ``--CourseDirectory.root=OUT/course`` and
+  ``--CourseDirectory.db_url=sqlite:///OUT/gradebook.db``);
+* ``OUT/grades.csv``: ``student_id, assignment, score, max_score, status, detail, flags``, one row
+  per submission whatever happened to it, values made safe for spreadsheets;
+* ``OUT/feedback/<student_id>/<assignment>/<notebook>.html``: feedback, hidden tests shown only by
+  name, points, verdict and the judge's message; student HTML and scripts never run in it;
+* ``OUT/course/``: nbgrader's working folders.
 
-How a submission is graded, in three phases:
+Each submission goes through these stages, each a function below, each isolated so that one
+submission can never stop the batch (any failure becomes that submission's status):
 
-1. *Prepare* (parent, serial): read and validate each notebook; an unreadable one gets status
-   ``invalid notebook`` and counts as missing (zero), never stops the batch. nbgrader's sanitising
-   preprocessors put the course's own test cells, hidden tests included, back in place.
-2. *Execute* (children, ``--workers`` at a time): each prepared notebook runs in its own sandboxed
-   process and kernel (``autograder.sandbox``), with per-cell and per-notebook time limits and a
-   memory limit.
-3. *Record* (parent, serial): nbgrader's ``autograde`` runs with its ``Execute`` step replaced by the
-   result of phase 2, so nbgrader itself scores the cells and writes the gradebook; then feedback.
-   Only the parent ever opens the gradebook.
+``read_submission`` -> ``repair_submission`` -> ``prepare_job`` -> ``run_judge`` (the judge runs the
+graded tests outside the student's process; ``autograder.judge``) -> ``record`` (nbgrader scores the
+cells the judge produced and writes the gradebook) -> ``write_feedback``.
+
+Only this process opens the gradebook; only the judge decides a test; only the sandboxed runner
+runs student code.
 """
 
 from __future__ import annotations
@@ -29,40 +28,45 @@ from __future__ import annotations
 import copy
 import csv
 import hashlib
+import hmac
+import html
 import json
+import secrets
 import shutil
+import subprocess
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 import nbformat.reader
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from . import conventions, guard
-from .flags import flags_for
-from .setup_cell import SETUP_GRADE_ID
-from .repair import repair
-from .worker import error_output
+from . import conventions
 from .course_directory import course_config, link_sources, make_api
-from .sandbox import ExecutionResult, Limits, copy_submission_files, run_isolated
+from .flags import flags_for
+from .judge import error_output, sign
+from .repair import repair
+from .sandbox import Limits, copy_submission_files, use_bwrap
+from .setup_cell import SETUP_GRADE_ID
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
 STATE_FILE = "grading_state.json"
 UNREADABLE = ("invalid notebook", "missing notebook")  # statuses of submissions that never run
-GRADER_VERSION = "2"  # bump when a change to the grader should regrade unchanged submissions
+STATUSES = ("ok", "timeout", "kernel died", "memory limit", "protocol error", "error")
+GRADER_VERSION = "3"  # bump when a change to the grader should regrade unchanged submissions
+MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
+MAX_EXTRA_MARKDOWN_CHARS = 200_000
+CSP = ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+       "style-src 'unsafe-inline'; font-src data:\">")
 
 
-@dataclass
-class NotebookJob:
-    student_id: str
-    assignment: str
-    notebook: str             # notebook name without .ipynb
-    submitted_path: Path      # the copy under OUT/course/submitted
-    prepared: object = None   # the sanitised notebook to execute
-    result: ExecutionResult | None = None
+class Unreadable(Exception):
+    def __init__(self, status: str, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
 
 
 @dataclass
@@ -87,62 +91,240 @@ class GradeRow:
                    data["status"], data.get("detail", ""), data.get("flags", ""))
 
 
-# --------------------------------------------------------------------------------------------------
-# nbgrader preprocessors plugged into its autograde and feedback steps
+@dataclass
+class Job:
+    """One submission on its way through the stages."""
 
-_EXECUTED: dict[tuple[str, str, str], ExecutionResult] = {}
-PREAMBLE_KEY = "course_grader_preamble"
+    student_id: str
+    assignment: conventions.Assignment
+    folder: Path
+    row: GradeRow
+    submitted_path: Path | None = None   # the repaired copy under OUT/course/submitted
+    payload: dict | None = None          # what the judge gets
+    result: dict | None = None           # what the judge said
+    release_sources: set = field(default_factory=set)
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 1: read
+
+
+def discover(submissions_dir: Path) -> list[tuple[str, str, Path]]:
+    """``(student_id, assignment, folder)`` for every submission folder, sorted (links included, to be refused)."""
+    found = []
+    for student in sorted(p for p in submissions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            found.append((student.name, folder.name, folder))
+    return found
+
+
+def _find_notebook(folder: Path, expected_name: str) -> tuple[Path, str]:
+    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed)."""
+    expected = folder / expected_name
+    if expected.exists() or expected.is_symlink():
+        return expected, ""
+    candidates = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    if len(candidates) == 1:
+        return candidates[0], f"graded {candidates[0].relative_to(folder)} in place of {expected_name}"
+    found = ", ".join(str(p.relative_to(folder)) for p in candidates) or "none"
+    raise Unreadable("missing notebook", f"no {expected_name} in the submission (notebooks found: {found})")
+
+
+def read_submission(folder: Path, assignment: conventions.Assignment) -> tuple[object, list[str]]:
+    """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise."""
+    if folder.is_symlink():
+        raise Unreadable("invalid notebook", "the submission folder is a link to somewhere else")
+    path, note = _find_notebook(folder, assignment.source_path.name)
+    if path.is_symlink() or any(p.is_symlink() for p in path.parents if folder in p.parents):
+        raise Unreadable("invalid notebook", "the notebook is a link (only regular files are graded)")
+    import stat
+
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable("invalid notebook", "the notebook is not a regular file")
+    if info.st_size == 0:
+        raise Unreadable("invalid notebook", "the file is empty")
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        raise Unreadable("invalid notebook", f"the file is {info.st_size / 2**20:.0f} MB; the limit is "
+                                             f"{MAX_NOTEBOOK_BYTES / 2**20:.0f} MB (clear the outputs and resubmit)")
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except nbformat.reader.NotJSONError:
+        raise Unreadable("invalid notebook", "the file is not valid JSON (damaged or truncated?)") from None
+    except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
+        raise Unreadable("invalid notebook", f"unreadable: {type(error).__name__}") from None
+    try:
+        nbformat.validate(nb)
+    except Exception as error:  # noqa: BLE001
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise Unreadable("invalid notebook", f"not a valid notebook: {first[:100]}") from None
+    return nb, [note] if note else []
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 2: repair
+
+
+def normalise(nb) -> list[str]:
+    """Fix what is valid nbformat but would break grading: odd metadata, outputs, huge extra text (in place)."""
+    notes = []
+    bad_meta = 0
+    for cell in nb.cells:
+        meta = cell.get("metadata")
+        if not isinstance(meta, dict):
+            cell["metadata"] = meta = nbformat.NotebookNode()
+            bad_meta += 1
+        if "nbgrader" in meta and not isinstance(meta["nbgrader"], dict):
+            del meta["nbgrader"]
+            bad_meta += 1
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        elif "attachments" in cell:
+            del cell["attachments"]
+    if bad_meta:
+        notes.append(f"malformed metadata removed from {bad_meta} cell(s)")
+    return notes
+
+
+def _cap_extra_markdown(nb, release_sources: set) -> list[str]:
+    total = 0
+    trimmed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" and cell.source not in release_sources:
+            total += len(cell.source)
+            if total > MAX_EXTRA_MARKDOWN_CHARS:
+                cell.source = "[text removed by the grader: the notebook's own notes were too long]"
+                trimmed += 1
+    return [f"{trimmed} over-long text cell(s) shortened"] if trimmed else []
+
+
+def repair_submission(nb, release) -> tuple[object, list[str]]:
+    notes = normalise(nb)
+    nb, repaired = repair(nb, release)
+    notes += repaired
+    notes += _cap_extra_markdown(nb, {c.source for c in release.cells})
+    return nb, notes
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 3: prepare the judge's job
+
+
+def _sanitise(nb, job: Job, config, db_url: str):
+    """nbgrader's own checks and the course's test cells put back (hidden tests included)."""
+    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
+
+    resources = {"nbgrader": {"student": job.student_id, "assignment": job.assignment.name,
+                              "notebook": job.assignment.notebook_name, "db_url": db_url},
+                 "metadata": {"path": str(job.submitted_path.parent)}}
+    for cls in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
+        nb, resources = cls(config=config).preprocess(nb, resources)
+    return nb
+
+
+def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Path], config, db_url: str) -> None:
+    prepared = _sanitise(copy.deepcopy(nb), job, config, db_url)
+    release_code = {c.source for c in release.cells if c.cell_type == "code" and not conventions.nbgrader_meta(c).get("solution")}
+    run_indices, answers, labels = [], [], {}
+    for index, cell in enumerate(prepared.cells):
+        if cell.cell_type != "code" or conventions.is_graded_cell(cell):
+            continue
+        gid = conventions.grade_id(cell)
+        if gid == SETUP_GRADE_ID:
+            run_indices.append(index)
+            labels[str(index)] = "the set-up cell"
+        elif conventions.is_solution_cell(cell):
+            run_indices.append(index)
+            answers.append(index)
+            labels[str(index)] = f"your answer cell '{gid}'"
+        elif cell.source not in release_code:
+            run_indices.append(index)   # the student's own cell (demo cells of the course are not re-run)
+    job.payload = {"notebook": {"cells": [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata))
+                                          for c in prepared.cells]},
+                   "run_indices": run_indices, "answer_cells": answers, "cell_labels": labels,
+                   "names": conventions.exercise_names(source_nb),
+                   "submission_dir": str(job.folder), "hide": [str(p) for p in hide],
+                   "limits": {"cell_timeout_s": limits.cell_timeout_s, "notebook_timeout_s": limits.notebook_timeout_s,
+                              "memory_mb": limits.memory_mb, "max_file_mb": limits.max_file_mb,
+                              "sandbox": limits.sandbox}}
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 4: the judge
+
+
+def run_judge(payload: dict, limits: Limits) -> dict:
+    """Run ``python -m autograder.judge`` on one job; return its verified result (never raises)."""
+    key = secrets.token_bytes(32)
+    message = json.dumps(dict(payload, key=key.hex()))
+    process = subprocess.Popen([sys.executable, "-m", "autograder.judge"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, _ = process.communicate(message.encode("utf-8"), timeout=limits.notebook_timeout_s + 60)
+    except subprocess.TimeoutExpired:
+        from .sandbox import kill_group
+
+        kill_group(process)
+        return {"status": "timeout", "detail": f"the notebook ran past {limits.notebook_timeout_s} s", "cells": []}
+    return verify_result(out, key)
+
+
+def verify_result(out: bytes, key: bytes) -> dict:
+    """The judge's result if it is authentic and well formed; an ``error`` result otherwise."""
+    try:
+        envelope = json.loads(out.decode("utf-8"))
+        body, mac = envelope["body"], envelope["mac"]
+        if not (isinstance(body, str) and isinstance(mac, str) and hmac.compare_digest(mac, sign(key, body))):
+            raise ValueError("bad signature")
+        result = json.loads(body)
+        if result.get("status") not in STATUSES or not isinstance(result.get("detail"), str):
+            raise ValueError("bad status")
+        for cell in result.get("cells", []):
+            if type(cell.get("index")) is not int or type(cell.get("outputs")) is not list:
+                raise ValueError("bad cell")
+        return result
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return {"status": "error", "detail": "the judge returned no valid result", "cells": []}
+
+
+# --------------------------------------------------------------------------------------------------
+# Stage 5: record (nbgrader scores the cells) and stage 6: feedback
+
+_RESULTS: dict[tuple[str, str, str], dict] = {}
+_RELEASE_TEXT: dict[str, set] = {}
 
 
 class ReplayExecution(NbGraderPreprocessor):
-    """Stands in for nbgrader's ``Execute``: hands back the notebook the sandbox executed.
+    """Stands in for nbgrader's ``Execute``: the outputs the judge produced, cell by cell.
 
-    Also keeps a correct answer from losing points to harmless noise: output on stderr (warnings,
-    progress bars, logging) in a graded cell is shown as ordinary output instead of counting as a
-    failure, and a graded cell whose last line is an expression cannot award itself partial
-    credit (nbgrader reads a number returned by a test cell as its score).
+    A graded cell the judge did not reach gets an error (it scores 0, never "no output, full marks").
     """
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        result = _EXECUTED[(info["student"], info["assignment"], info["notebook"])]
-        if result.notebook is None:
-            return _mark_all_graded(nb, result), resources
-        executed = [c for c in result.notebook.cells if not c.metadata.get(PREAMBLE_KEY)]
-        if len(executed) != len(nb.cells):
-            raise RuntimeError("the executed notebook does not line up with the submission")
+        result = _RESULTS[(info["student"], info["assignment"], info["notebook"])]
+        by_index = {cell["index"]: cell["outputs"] for cell in result.get("cells", [])}
         count = 0
-        for cell, ran in zip(nb.cells, executed):
-            if cell.cell_type == "code":
-                cell.outputs = ran.get("outputs", [])
-                count += ran.get("execution_count") is not None
-                cell.execution_count = count if ran.get("execution_count") is not None else None
-                if cell.metadata.get("nbgrader", {}).get("grade"):
-                    cell.outputs = [_neutral(output) for output in cell.outputs]
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            outputs = by_index.get(index)
+            if outputs is None:
+                cell.outputs = []
+                cell.execution_count = None
+                if conventions.is_graded_cell(cell):
+                    cell.outputs = [nbformat.from_dict(error_output(
+                        "NotExecuted", f"{result.get('status')}: {result.get('detail') or 'the tests did not run'}"))]
+                continue
+            count += 1
+            cell.execution_count = count
+            cell.outputs = [nbformat.from_dict(o) for o in outputs if isinstance(o, dict)]
         return nb, resources
 
 
-def _mark_all_graded(nb, result: ExecutionResult):
-    """No executed notebook came back (the whole notebook timed out or the worker failed): every test fails."""
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.outputs = [error_output("NotExecuted", f"{result.status}: {result.detail}")]
-    return nb
-
-
-def _neutral(output):
-    if output.get("output_type") == "stream" and output.get("name") == "stderr":
-        output["name"] = "stdout"
-    if output.get("output_type") == "execute_result":
-        text = output.get("data", {}).get("text/plain", "")
-        from nbformat.v4 import new_output
-
-        return new_output("stream", name="stdout", text=f"Out: {text}\n")
-    return output
-
-
 class RedactHiddenTests(NbGraderPreprocessor):
-    """Feedback shows a hidden-test cell only as its name, points and whether it passed."""
+    """Feedback shows a hidden-test cell as its name, points, verdict and the judge's message only."""
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.metadata.get("nbgrader", {})
@@ -152,96 +334,78 @@ class RedactHiddenTests(NbGraderPreprocessor):
             cell.source = f"# Hidden tests '{meta.get('grade_id')}' ({meta.get('points', 0):g} points): {verdict}"
             from nbformat.v4 import new_output
 
-            cell.outputs = [new_output("stream", name="stdout", text=f"Hidden tests {verdict}.\n")]
+            text = f"Hidden tests {verdict}."
+            if failed:
+                text += "\n" + str(failed[0].get("evalue", ""))[:2000]
+            cell.outputs = [new_output("stream", name="stdout", text=text + "\n")]
         return cell, resources
 
 
-# --------------------------------------------------------------------------------------------------
+class EscapeStudentText(NbGraderPreprocessor):
+    """Markdown the student wrote is shown as text, never as HTML (no scripts in feedback pages)."""
 
-
-def discover(submissions_dir: Path) -> list[tuple[str, str, Path]]:
-    """``(student_id, assignment, folder)`` for every submission folder, sorted."""
-    found = []
-    for student in sorted(p for p in submissions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            found.append((student.name, folder.name, folder))
-    return found
-
-
-def _read_valid(path: Path):
-    """The notebook at ``path``, or a short reason why it cannot be graded."""
-    if path.stat().st_size == 0:
-        return None, "the file is empty"
-    try:
-        nb = nbformat.read(str(path), as_version=4)
-    except nbformat.reader.NotJSONError:
-        return None, "the file is not valid JSON (damaged or truncated?)"
-    except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
-        return None, f"unreadable: {type(error).__name__}"
-    try:
-        nbformat.validate(nb)
-    except Exception as error:  # noqa: BLE001
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return None, f"not a valid notebook: {first[:100]}"
-    return nb, ""
+    def preprocess_cell(self, cell, resources, index):
+        known = _RELEASE_TEXT.get(resources.get("nbgrader", {}).get("assignment"), set())
+        if cell.cell_type in ("markdown", "raw") and cell.source not in known:
+            cell.cell_type = "markdown"
+            cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
+            cell.pop("attachments", None)
+        return cell, resources
 
 
 def _config(root: Path, db_path: Path):
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
                                         LimitOutput, SaveAutoGrades)
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 
     config = course_config(root, db_path)
     config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-    config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, CSSHTMLHeaderPreprocessor]
+    config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, EscapeStudentText, CSSHTMLHeaderPreprocessor]
     return config
 
 
-def _sanitise(nb, job: NotebookJob, config, db_url: str):
-    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
+def record(job: Job, api) -> None:
+    """nbgrader scores the cells the judge produced and writes the gradebook (this process only)."""
+    row = job.row
+    result = job.result
+    if result["status"] != "ok":
+        row.status = result["status"]
+    row.detail = "; ".join(x for x in (row.detail, result.get("detail", "")) if x)
+    key = (job.student_id, job.assignment.name, job.assignment.notebook_name)
+    _RESULTS[key] = result
+    try:
+        outcome = api.autograde(job.assignment.name, job.student_id, force=True, create=True)
+    finally:
+        _RESULTS.pop(key, None)
+    if not outcome["success"]:
+        row.status, row.detail = "grader error", _last_line(outcome)
 
-    resources = {"nbgrader": {"student": job.student_id, "assignment": job.assignment, "notebook": job.notebook,
-                              "db_url": db_url}, "metadata": {"path": str(job.submitted_path.parent)}}
-    for cls in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
-        nb, resources = cls(config=config).preprocess(nb, resources)
-    return nb
+
+def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
+    outcome = api.generate_feedback(job.assignment.name, job.student_id, force=True)
+    if not outcome["success"]:
+        return
+    source = root / "feedback" / job.student_id / job.assignment.name
+    target = out_dir / "feedback" / job.student_id / job.assignment.name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+    for page in target.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        page.write_text(text.replace("<head>", "<head>\n" + CSP, 1), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------------
+# The batch
 
 
 def _fingerprint(folder: Path, source_path: Path, limits: Limits) -> str:
     digest = hashlib.sha256(f"{GRADER_VERSION}|{limits}".encode())
     digest.update(source_path.read_bytes())
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def _find_notebook(folder: Path, expected_name: str) -> tuple[Path | None, str]:
-    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed)."""
-    expected = folder / expected_name
-    if expected.exists():
-        return expected, ""
-    candidates = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-    if len(candidates) == 1:
-        return candidates[0], f"graded {candidates[0].relative_to(folder)} in place of {expected_name}"
-    found = ", ".join(str(p.relative_to(folder)) for p in candidates) or "none"
-    return None, f"no {expected_name} in the submission (notebooks found: {found})"
-
-
-def _with_guard(nb):
-    """The notebook to execute: a guard snapshot after the set-up cell, a restore call atop each test cell."""
-    from nbformat.v4 import new_code_cell
-
-    name = guard.guard_name()
-    prepared = copy.deepcopy(nb)
-    for cell in prepared.cells:
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.source = guard.test_cell_prefix(name) + cell.source
-    setup_index = next((i for i, c in enumerate(prepared.cells) if conventions.grade_id(c) == SETUP_GRADE_ID), -1)
-    preamble = new_code_cell(guard.preamble_source(name), metadata={PREAMBLE_KEY: True})
-    prepared.cells.insert(setup_index + 1, preamble)
-    return prepared
 
 
 def _answer_sources(nb, release) -> list[str]:
@@ -260,15 +424,16 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     results). A submission whose files, solution notebook and limits are unchanged since the last
     run in the same ``out_dir`` is not graded again unless ``force``.
     """
-    warnings.filterwarnings("ignore", module="nbgrader")  # SQLAlchemy chatter from nbgrader's gradebook
+    warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     submissions_dir = Path(submissions_dir).resolve()
     out_dir = Path(out_dir).resolve()
     if not submissions_dir.is_dir():
         raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
+    use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
     root = out_dir / "course"
     db_path = out_dir / "gradebook.db"
-    link_sources(root, solutions_dir)
+    link_sources(root, Path(solutions_dir))
     config = _config(root, db_path)
     api = make_api(config)
     db_url = f"sqlite:///{db_path}"
@@ -278,19 +443,23 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     known = {a.name: a for a in conventions.assignments(solutions_dir)}
     rows: dict[tuple[str, str], GradeRow] = {}
     fingerprints: dict[tuple[str, str], str] = {}
-    jobs: list[NotebookJob] = []
-    generated: set[str] = set()
+    jobs: list[Job] = []
+    releases: dict[str, object] = {}
+    sources: dict[str, object] = {}
+    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
 
     for student_id, assignment_name, folder in discover(submissions_dir):
         key = (student_id, assignment_name)
-        state_key = f"{student_id}/{assignment_name}"
         if assignment_name not in known:
             rows[key] = GradeRow(student_id, assignment_name, None, None, "unknown assignment",
-                                 f"no assignment {assignment_name!r} in {solutions_dir.name}/")
+                                 f"no assignment {assignment_name!r} in {Path(solutions_dir).name}/")
             continue
         assignment = known[assignment_name]
-        fingerprints[key] = _fingerprint(folder, assignment.source_path, limits)
-        previous = state.get(state_key)
+        try:
+            fingerprints[key] = _fingerprint(folder, assignment.source_path, limits)
+        except OSError as error:
+            fingerprints[key] = f"unreadable:{error}"
+        previous = state.get(f"{student_id}/{assignment_name}")
         selected = (students is None or student_id in students) and (assignments is None or assignment_name in assignments)
         if previous and (not selected or (not force and previous["fingerprint"] == fingerprints[key])):
             rows[key] = GradeRow.from_dict(previous["row"])
@@ -298,71 +467,56 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
             continue
         if not selected:
             continue
-        if assignment_name not in generated:
-            result = api.generate_assignment(assignment_name, force=True, create=True)
-            if not result["success"]:
-                raise RuntimeError(f"nbgrader generate_assignment failed:\n{result.get('log', '')}{result.get('error', '')}")
-            generated.add(assignment_name)
-        release = conventions.read_notebook(root / "release" / assignment_name / assignment.source_path.name)
-        target = root / "submitted" / student_id / assignment_name
-        if target.exists():
-            shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
-        target.mkdir(parents=True)
-        copy_submission_files(folder, target)
         row = rows[key] = GradeRow(student_id, assignment_name, None, None, "ok")
-        notebook_path, note = _find_notebook(folder, assignment.source_path.name)
-        if notebook_path is None:
-            row.status, row.detail = "missing notebook", note
-            continue
-        nb, problem = _read_valid(notebook_path)
-        if nb is None:
-            row.status, row.detail = "invalid notebook", problem
-            continue
-        nb, notes = repair(nb, release)
-        row.detail = "; ".join(([note] if note else []) + notes)
-        row.flags = "; ".join(sorted({f for source in _answer_sources(nb, release) for f in flags_for(source)}))
-        job = NotebookJob(student_id, assignment_name, assignment.notebook_name, target / assignment.source_path.name)
-        nbformat.write(nb, str(job.submitted_path))
+        job = Job(student_id, assignment, folder, row)
         try:
-            job.prepared = _with_guard(_sanitise(copy.deepcopy(nb), job, config, db_url))
-        except Exception as error:  # noqa: BLE001 - e.g. nbgrader metadata that fails its checks
+            if assignment_name not in releases:
+                generated = api.generate_assignment(assignment_name, force=True, create=True)
+                if not generated["success"]:
+                    raise RuntimeError(f"nbgrader generate_assignment failed:\n{generated.get('log', '')}")
+                releases[assignment_name] = conventions.read_notebook(root / "release" / assignment_name / assignment.source_path.name)
+                sources[assignment_name] = conventions.read_notebook(assignment.source_path)
+                _RELEASE_TEXT[assignment_name] = {c.source for c in releases[assignment_name].cells}
+            release = releases[assignment_name]
+            target = root / "submitted" / student_id / assignment_name
+            if target.exists():
+                shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
+            target.mkdir(parents=True)
+            copy_submission_files(folder, target)
+            nb, notes = read_submission(folder, assignment)
+            nb, repaired = repair_submission(nb, release)
+            row.detail = "; ".join(notes + repaired)
+            row.flags = "; ".join(sorted({f for s in _answer_sources(nb, release) for f in flags_for(s)}))
+            job.submitted_path = target / assignment.source_path.name
+            nbformat.write(nb, str(job.submitted_path))
+            prepare_job(job, nb, release, sources[assignment_name], limits, hide, config, db_url)
+            jobs.append(job)
+        except Unreadable as problem:
+            row.status, row.detail = problem.status, problem.detail
+        except Exception as error:  # noqa: BLE001 - one submission never stops the batch
             row.status, row.detail = "invalid notebook", f"{type(error).__name__}: {str(error)[:150]}"
-            job.submitted_path.unlink()
-            continue
-        jobs.append(job)
+            if job.submitted_path is not None and job.submitted_path.exists():
+                job.submitted_path.unlink()
 
-    graded_now = {(job.student_id, job.assignment) for job in jobs}
+    graded_now = {(job.student_id, job.assignment.name) for job in jobs}
     for key, row in rows.items():
         # Unreadable submissions graded this run: zero in the gradebook, no stale feedback.
         if key not in graded_now and row.status in UNREADABLE \
                 and fingerprints.get(key) != state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
-            _record_zero(db_url, key[1], key[0])
+            try:
+                _record_zero(db_url, key[1], key[0])
+            except Exception as error:  # noqa: BLE001
+                row.detail += f" (gradebook: {type(error).__name__})"
             shutil.rmtree(out_dir / "feedback" / key[0] / key[1], ignore_errors=True)
 
-    def record(job: NotebookJob) -> None:
-        """Phase 3 for one executed notebook (parent only): nbgrader scores it, then feedback."""
-        row = rows[(job.student_id, job.assignment)]
-        if job.result.status != "ok":
-            row.status = job.result.status
-            row.detail = "; ".join(x for x in (job.result.detail, row.detail) if x)
-        _EXECUTED[(job.student_id, job.assignment, job.notebook)] = job.result
+    def finish(job: Job) -> None:
         try:
-            result = api.autograde(job.assignment, job.student_id, force=True, create=True)
-        finally:
-            _EXECUTED.pop((job.student_id, job.assignment, job.notebook), None)
-        if not result["success"]:
-            row.status, row.detail = "grader error", _last_line(result)
-            return
-        feedback = api.generate_feedback(job.assignment, job.student_id, force=True)
-        if feedback["success"]:
-            source = root / "feedback" / job.student_id / job.assignment
-            target = out_dir / "feedback" / job.student_id / job.assignment
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(source, target)
+            record(job, api)
+            write_feedback(job, api, root, out_dir)
+        except Exception as error:  # noqa: BLE001 - one submission never stops the batch
+            job.row.status, job.row.detail = "grader error", f"{type(error).__name__}: {str(error)[:150]}"
 
-    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
-    _execute_all(jobs, submissions_dir, limits, workers, progress, hide, record)
+    _run_all(jobs, limits, workers, progress, finish)
 
     _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
     for key, row in rows.items():
@@ -375,26 +529,21 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     return ordered
 
 
-def _execute_all(jobs: list[NotebookJob], submissions_dir: Path, limits: Limits, workers: int, progress: bool,
-                 hide: list[Path], record) -> None:
-    """Run the notebooks ``workers`` at a time; record each in this thread as soon as it finishes.
-
-    Recording (nbgrader's bookkeeping and the feedback page) overlaps with the notebooks still
-    running, and only this thread ever touches the gradebook.
-    """
+def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, finish) -> None:
+    """Judge ``workers`` notebooks at a time; record each here as soon as its judge is done."""
     if not jobs:
         return
     from tqdm.auto import tqdm
 
-    def run(job: NotebookJob) -> NotebookJob:
-        job.result = run_isolated(job.prepared, submissions_dir / job.student_id / job.assignment, limits, hide)
+    def judge(job: Job) -> Job:
+        job.result = run_judge(job.payload, limits)
         return job
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(run, job) for job in jobs]
+        futures = [pool.submit(judge, job) for job in jobs]
         bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
         for future in as_completed(futures):
-            record(future.result())
+            finish(future.result())
             bar.update(1)
         bar.close()
 
@@ -435,13 +584,20 @@ def _fill_scores(rows: dict[tuple[str, str], GradeRow], db_url: str) -> None:
             row.max_score = float(submission.max_score)
 
 
+def spreadsheet_safe(value: str) -> str:
+    """A cell value no spreadsheet will run as a formula: leading = + - @ (and tab/CR) get a quote."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t") else text
+
+
 def write_csv(rows: list[GradeRow], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow(row.as_dict())
+            values = row.as_dict()
+            writer.writerow({k: v if k in ("score", "max_score") else spreadsheet_safe(v) for k, v in values.items()})
 
 
 def format_table(rows: list[GradeRow]) -> str:

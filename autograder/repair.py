@@ -23,6 +23,7 @@ import copy
 import re
 
 from . import conventions
+from .setup_cell import SETUP_GRADE_ID
 
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
@@ -101,13 +102,20 @@ def repair(submitted, release) -> tuple[object, list[str]]:
         if position not in used_extras:
             extras_after.setdefault(after, []).append(extra)
 
-    cells = [copy.deepcopy(c) for c in extras_after.get(None, [])]
+    # Nothing runs before the set-up cell: the student's cells from above it follow it instead.
+    leading = [copy.deepcopy(c) for c in extras_after.get(None, [])]
+    if any(c.cell_type == "code" for c in leading):
+        notes.append("cells above the set-up cell moved below it")
+    has_setup = any(conventions.grade_id(c) == SETUP_GRADE_ID for c in release.cells)
+    cells = [] if has_setup else leading
     for cell in release.cells:
         fresh = copy.deepcopy(cell)
         gid = conventions.grade_id(cell)
         if gid in answers:
             fresh.source = answers[gid]
         cells.append(fresh)
+        if gid == SETUP_GRADE_ID:
+            cells.extend(leading)
         cells.extend(copy.deepcopy(c) for c in extras_after.get(gid, []) if gid)
     repaired = copy.deepcopy(release)
     repaired.cells = cells

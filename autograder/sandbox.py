@@ -1,93 +1,159 @@
-"""Run one notebook in an isolated child process with resource limits (the parent side).
+"""Where a submission's code runs: a sandboxed child process (the judge starts it, one per notebook).
 
-Isolation here is what an unprivileged process on Linux/macOS can do for itself:
+With bubblewrap (``--sandbox auto`` where it works, or ``bwrap``):
 
-* a fresh scratch folder as the working directory, holding only a copy of the submission's own
-  non-notebook files (never ``solutions/``, the gradebook, or other students' work), and ``HOME``
-  pointing into it;
-* the child and the kernel it starts get limits on address space (memory), CPU seconds, file size
-  and open files (``resource.setrlimit``, inherited by the kernel);
-* a wall-clock limit for the whole notebook, after which the process group is killed;
-* where bubblewrap (``bwrap``) works, the child runs in its own mount, PID and network namespaces:
-  the file system is read-only, ``/tmp`` is empty and private, the course repository shows only
-  ``utils/`` and ``autograder/``, the grading output, the submissions folder and the solutions are
-  not there at all, and there is no network. Without bwrap (macOS, a locked-down host) the limits
-  above still apply and the network is discouraged through dead proxy settings only; grade in the
-  container described in ``autograder/README.md`` for the full isolation.
+* a user namespace with **every capability dropped**, so even when grading runs as root the code
+  inside cannot mount, unmount or remount anything;
+* its own mount, PID, IPC, UTS and network namespaces: no network; a private, empty ``/tmp``;
+  processes it starts die with it (the namespace's first process is killed with the runner);
+* the file system read-only, with the grading output, the submissions, the solutions and the
+  course repository hidden; the Python environment (wherever it lives: a ``.venv`` inside the
+  repository, a venv under ``/tmp``, conda) and the course packages bound back read-only;
+* a scratch folder holding only the submission's own regular files (no links, no devices, nothing
+  that would shadow the course's packages) as the working folder and ``HOME``.
 
-The notebook with hidden tests travels over a pipe and is never written to the scratch folder.
+Always (with or without bubblewrap): limits on memory (address space), CPU time, file size and core
+dumps, a new session, and a process-group kill when the notebook is done.
+
+Without bubblewrap the limits still apply but the file system, ``/tmp``, other processes and the
+network are shared: ``--sandbox none`` must be asked for explicitly (``auto`` refuses to fall back).
 """
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
 
 
 @dataclass(frozen=True)
 class Limits:
-    cell_timeout_s: int = 120
-    notebook_timeout_s: int = 900
+    cell_timeout_s: int = 120      # one student cell, or one call made by a test (unless the test states its own)
+    notebook_timeout_s: int = 900  # the whole notebook, judge included
     memory_mb: int = 4096
     max_file_mb: int = 256
-    sandbox: str = "auto"   # "auto": bwrap when it works here; "bwrap": required; "none": limits only
+    sandbox: str = "auto"   # "auto": bwrap, and refuse to grade without it; "bwrap": the same; "none": limits only
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot make namespaces here, and ``--sandbox none`` was not chosen."""
 
 
 _BWRAP_WORKS: bool | None = None
 
 
 def bwrap_available() -> bool:
-    """Whether bubblewrap exists and can make namespaces on this machine (checked once)."""
+    """Whether bubblewrap exists and can make the namespaces used here (checked once)."""
     global _BWRAP_WORKS
     if _BWRAP_WORKS is None:
         path = shutil.which("bwrap")
         _BWRAP_WORKS = bool(path) and subprocess.run(
-            [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc", "true"],
+            [path, "--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid",
+             "--dev", "/dev", "--proc", "/proc", "true"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     return _BWRAP_WORKS
 
 
-def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
-    """bubblewrap arguments: read-only root, private /tmp holding only the scratch folder, hidden paths."""
+def use_bwrap(limits: Limits) -> bool:
+    """Decide the isolation for ``limits.sandbox``; raise ``SandboxUnavailable`` rather than fall back."""
+    if limits.sandbox == "none":
+        return False
+    if not bwrap_available():
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is missing or cannot create namespaces here, so submissions cannot be isolated. "
+            "Install it (Debian/Ubuntu: apt-get install bubblewrap), grade in the container described in "
+            "autograder/README.md, or pass --sandbox none to grade WITHOUT isolation (only for code you trust).")
+    return True
+
+
+def python_environment_paths() -> list[Path]:
+    """Folders the runner needs to import Python, the libraries and the course packages."""
     import autograder
     import utils
 
-    packages = [Path(utils.__file__).resolve().parent, Path(autograder.__file__).resolve().parent]
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
-    for path in sorted({p.resolve() for p in hide}, key=lambda p: len(p.parts)):
-        if path.exists() and Path("/tmp") not in path.parents and path != Path("/"):
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent,
+             Path(utils.__file__).resolve().parent, Path(autograder.__file__).resolve().parent}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(key)
+        if value:
+            paths.add(Path(value))
+    for entry in sys.path:
+        if entry and Path(entry).is_dir() and Path(entry).resolve() != Path.cwd().resolve():
+            paths.add(Path(entry))
+    return sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
+
+
+def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
+    args = ["bwrap", "--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--die-with-parent"]
+    hidden = sorted({p.resolve() for p in hide if p.exists()}, key=lambda p: len(p.parts))
+    for path in hidden:
+        if path != Path("/") and Path("/tmp") not in path.parents and path != Path("/tmp"):
             args += ["--tmpfs", str(path)]
-    for package in packages:
-        if any(h.resolve() in package.parents for h in hide):
-            args += ["--ro-bind", str(package), str(package)]
+    # The environment comes back on top of whatever was hidden (a venv in the repository or under /tmp).
+    for path in python_environment_paths():
+        if path == Path("/"):
+            continue
+        if Path("/tmp") in path.parents or any(h == path or h in path.parents for h in hidden):
+            args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
     return args
 
 
-@dataclass
-class ExecutionResult:
-    status: str          # ok | timeout | kernel died | error
-    detail: str
-    notebook: object     # the executed NotebookNode (None only when nothing came back)
+def _shadows_a_module(name: str) -> bool:
+    """Would a top-level file or folder called ``name`` shadow an installed module (``utils``, ``torch``...)?"""
+    module = name[:-3] if name.endswith(".py") else name
+    if not module.isidentifier():
+        return False
+    if module in sys.builtin_module_names or module in ("utils", "autograder"):
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
-def copy_submission_files(source: Path, target: Path) -> None:
-    """Copy a submission's own files, minus notebooks and links, from ``source`` into ``target``."""
+def copy_submission_files(source: Path, target: Path) -> list[str]:
+    """Copy a submission's own regular files (no notebooks, links, devices, or module-shadowing names).
+
+    Returns notes on what was left out.
+    """
+    skipped: list[str] = []
     for path in sorted(source.rglob("*")):
-        if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb":
-            destination = target / path.relative_to(source)
+        relative = path.relative_to(source)
+        if path.suffix == ".ipynb" or ".ipynb_checkpoints" in relative.parts:
+            continue
+        if any((source / Path(*relative.parts[:i])).is_symlink() for i in range(1, len(relative.parts))):
+            continue  # inside a linked folder: the link itself is reported below
+        top = relative.parts[0]
+        if _shadows_a_module(top):
+            if len(relative.parts) == 1:
+                skipped.append(f"{relative} (would shadow the installed module {top.removesuffix('.py')!r})")
+            continue
+        if path.is_symlink():
+            skipped.append(f"{relative} (a link)")
+        elif path.is_dir():
+            continue
+        elif not _regular(path):
+            skipped.append(f"{relative} (not a regular file)")
+        else:
+            destination = target / relative
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, destination)
+    return skipped
+
+
+def _regular(path: Path) -> bool:
+    import stat
+
+    return stat.S_ISREG(os.lstat(path).st_mode)
 
 
 def _limit_resources(limits: Limits):
@@ -105,14 +171,17 @@ def _limit_resources(limits: Limits):
     return apply
 
 
-def _child_environment(scratch: Path) -> dict[str, str]:
+def child_environment(scratch: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("JPY_", "JUPYTER_", "NBGRADER_", "COURSE_GRADER_"))}
+           if not key.startswith(("JPY_", "JUPYTER_", "NBGRADER_", "COURSE_GRADER_", "PYTHONSTARTUP"))}
     env.update({
         "HOME": str(scratch),
         "COURSE_OFFLINE": "1",
         "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": str(scratch / ".matplotlib"),
+        "IPYTHONDIR": str(scratch / ".ipython"),
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
@@ -122,52 +191,69 @@ def _child_environment(scratch: Path) -> dict[str, str]:
     return env
 
 
-def run_isolated(nb, submission_dir: Path | None, limits: Limits = Limits(), hide: list[Path] = ()) -> ExecutionResult:
-    """Execute ``nb`` in a sandboxed child; return the executed notebook and a status.
-
-    ``hide``: folders the child must not see (with bwrap): the grading output, the submissions,
-    the solutions, the repository.
-    """
-    use_bwrap = limits.sandbox == "bwrap" or (limits.sandbox == "auto" and bwrap_available())
-    if limits.sandbox == "bwrap" and not bwrap_available():
-        raise RuntimeError("--sandbox bwrap was asked for, but bubblewrap is missing or cannot create namespaces here")
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        scratch = Path(tmp) / "work"
-        scratch.mkdir()
-        if submission_dir is not None:
-            copy_submission_files(submission_dir, scratch)
-        log_path = Path(tmp) / "worker.log"  # outside the scratch folder
-        with open(log_path, "wb") as log:
-            command = [sys.executable, "-m", "autograder.worker", "--scratch", str(scratch),
-                       "--cell-timeout", str(limits.cell_timeout_s)]
-            if use_bwrap:
-                command = _bwrap_prefix(scratch, list(hide)) + command
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=scratch,
-                env=_child_environment(scratch), start_new_session=True,
-                preexec_fn=_limit_resources(limits),
-            )
-            try:
-                out, _ = process.communicate(nbformat.writes(nb).encode("utf-8"), timeout=limits.notebook_timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(process)
-                return ExecutionResult("timeout", f"notebook ran past {limits.notebook_timeout_s} s", None)
-            finally:
-                _kill_group(process)
-        try:
-            result = json.loads(out.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            tail = log_path.read_bytes()[-500:].decode("utf-8", "replace")
-            reason = "memory limit" if "MemoryError" in tail else "error"
-            return ExecutionResult(reason, f"worker returned no result (exit {process.returncode}): {tail.strip()[-200:]}", None)
-        notebook = nbformat.from_dict(result["notebook"]) if result.get("notebook") else None
-        return ExecutionResult(result["status"], result.get("detail", ""), notebook)
+def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subprocess.Popen:
+    """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says."""
+    command = [sys.executable, "-m", "autograder.runner"]
+    if use_bwrap(limits):
+        command = _bwrap_prefix(scratch, list(hide)) + command
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=scratch,
+                            env=child_environment(scratch), start_new_session=True,
+                            preexec_fn=_limit_resources(limits))
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def kill_group(process: subprocess.Popen) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    process.wait()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def become_subreaper() -> None:
+    """Linux: orphans of our children are re-parented to us, so ``kill_descendants`` finds daemons."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def kill_descendants() -> None:
+    """Kill every process descended from this one (daemons a submission left behind)."""
+    me = os.getpid()
+    for _ in range(5):
+        children = _children(me)
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        task_dir = Path(f"/proc/{current}/task")
+        if not task_dir.exists():
+            continue
+        for task in task_dir.iterdir():
+            try:
+                kids = [int(x) for x in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(kids)
+            stack.extend(kids)
+    return found

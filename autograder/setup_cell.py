@@ -1,14 +1,48 @@
 """The set-up cell that opens every notebook, and the one place the repository URL is configured.
 
 A notebook opened alone in Colab (from its badge) has no course helpers installed; this cell
-installs them from the repository. Locally, where ``pip install -e .`` has installed them, it only
-imports them. ``python -m autograder build`` writes this text into the first code cell of every
-solution notebook and student version, so changing the URL here and rebuilding changes it everywhere.
+installs them, with the notebooks' extra packages (the ``notebooks`` extra of ``pyproject.toml``),
+from the repository. Locally, where the README's quick start has installed them, it only imports
+them. ``python -m autograder build`` writes this text into the first code cell of every solution
+notebook and student version, so changing the URL here and rebuilding changes it everywhere (the
+README's clone command and Colab badges are checked against it by ``tests/test_project_files.py``).
+
+Until the course is published, ``REPOSITORY_URL`` is a placeholder:
+``python -m autograder build --release`` refuses to build while it is one.
 """
 
+from __future__ import annotations
+
+import re
+
+# The course's public repository on GitHub. Replace the placeholder with the published address
+# (then rebuild, and update the README's clone command and badges: a test names any that differ).
 REPOSITORY_URL = "https://github.com/transformer-course/transformer-course"
 BRANCH = "main"
 SETUP_GRADE_ID = "setup"
+
+# Addresses that name no real repository; a release build refuses them.
+PLACEHOLDER_URLS = frozenset({
+    "https://github.com/transformer-course/transformer-course",
+    "https://github.com/OWNER/REPO",
+    "https://github.com/owner/repo",
+})
+
+# The pip distribution (pyproject.toml's [project] name) and the extra that holds what notebook
+# cells import beyond the core dependencies; the set-up cell installs both on Colab.
+DISTRIBUTION = "transformer-course"
+NOTEBOOKS_EXTRA = "notebooks"
+
+# Where the set-up cell installs from on Colab: a pip direct reference. The environment variable
+# lets a test (or an offline mirror) install from a local wheel: COURSE_INSTALL_SOURCE=file:///...whl
+INSTALL_SOURCE_VARIABLE = "COURSE_INSTALL_SOURCE"
+
+_GITHUB_REPOSITORY = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def install_source() -> str:
+    """The default install source: the repository's branch, as pip's ``git+`` direct reference."""
+    return f"git+{REPOSITORY_URL}@{BRANCH}"
 
 
 def colab_url(notebook_path: str) -> str:
@@ -17,23 +51,63 @@ def colab_url(notebook_path: str) -> str:
     return f"https://colab.research.google.com/github/{owner_repo}/blob/{BRANCH}/{notebook_path}"
 
 
+def release_problems(url: str = REPOSITORY_URL) -> list[str]:
+    """Why ``url`` cannot be published in a release (empty when it can)."""
+    problems = []
+    if url in PLACEHOLDER_URLS or url.lower() in {u.lower() for u in PLACEHOLDER_URLS}:
+        problems.append(f"REPOSITORY_URL in autograder/setup_cell.py is the placeholder {url!r}; "
+                        "set it to the course's published GitHub repository")
+    elif not _GITHUB_REPOSITORY.match(url):
+        problems.append(f"REPOSITORY_URL {url!r} is not a GitHub repository address "
+                        "(https://github.com/<owner>/<repository>, no trailing slash or .git)")
+    return problems
+
+
 def setup_cell_source() -> str:
     return f'''\
 # Set-up: run this cell first.
-# On Google Colab it installs the course helpers (the `utils` package) from the course repository;
-# on your own machine (after `pip install -e .`) it only imports them. It also picks the device:
-# a CUDA GPU if there is one (Colab: Runtime > Change runtime type > GPU), else Apple MPS, else the CPU.
-import importlib.util
-import subprocess
-import sys
+# On Google Colab it installs the course helpers (the `utils` package) and the extra packages the
+# notebooks use, from the course repository; on your own machine (after the README's quick start)
+# it only imports them. It seeds the random generators and picks the device: a CUDA GPU if there
+# is one (Colab: Runtime > Change runtime type > GPU), else Apple MPS, else the CPU.
+def _install_course_helpers():
+    import importlib, os, subprocess, sys
 
-if "google.colab" in sys.modules and importlib.util.find_spec("utils.checks") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "git+{REPOSITORY_URL}@{BRANCH}"], check=True)
+    class SetupError(Exception):
+        def _render_traceback_(self):  # shown by Jupyter as this one line, without a traceback
+            return [f"Set-up failed: {{self}}"]
+
+    try:
+        import utils.checks  # noqa: F401 - installed already: nothing to do
+        return
+    except ImportError as error:
+        missing = error.name or "utils"
+    try:
+        import google.colab  # noqa: F401 - only Google Colab has it
+    except ImportError:
+        raise SetupError(f"{{missing}} is not installed for this Python ({{sys.executable}}). From the course folder run "
+                         f"`pip install -e \\".[{NOTEBOOKS_EXTRA}]\\"` (README: Quick start), then restart the kernel.") from None
+    source = os.environ.get("{INSTALL_SOURCE_VARIABLE}") or "{install_source()}"
+    print("Installing the course helpers (about a minute)...")
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-color", f"{DISTRIBUTION}[{NOTEBOOKS_EXTRA}] @ {{source}}"],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        lines = [line.strip() for line in (pip.stderr + pip.stdout).splitlines() if line.strip()]
+        reason = next((line for line in reversed(lines) if line.startswith("ERROR")), lines[-1] if lines else "")
+        raise SetupError(f"could not install the course helpers from {{source}} ({{reason or 'pip failed'}}). "
+                         "Check that this runtime is online, or run the notebook on your own machine (README: Quick start).")
+    importlib.invalidate_caches()
+    for name in [name for name in sys.modules if name == "utils" or name.startswith("utils.")]:
+        del sys.modules[name]
+
+
+_install_course_helpers()
+del _install_course_helpers
 
 import utils
 from utils import checks
 
 utils.seed_everything(0)
 device = utils.choose_device()
-print(utils.environment.describe(device))'''
+print(utils.environment.describe(device))
+utils.environment.warn_missing_packages()'''

@@ -18,7 +18,8 @@ def double(x):
     return 2 * x
     ### END SOLUTION'''
 
-VISIBLE = '''from utils import checks
+VISIBLE = '''import torch
+from utils import checks
 checks.assert_close(double(torch.tensor([1.0, -2.0])), torch.tensor([2.0, -4.0]), name="double")
 print("visible tests passed")'''
 
