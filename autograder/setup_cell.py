@@ -51,8 +51,9 @@ def colab_url(notebook_path: str) -> str:
     return f"https://colab.research.google.com/github/{owner_repo}/blob/{BRANCH}/{notebook_path}"
 
 
-def release_problems(url: str = REPOSITORY_URL) -> list[str]:
-    """Why ``url`` cannot be published in a release (empty when it can)."""
+def release_problems(url: str | None = None) -> list[str]:
+    """Why ``url`` (default: ``REPOSITORY_URL``) cannot be published in a release (empty when it can)."""
+    url = REPOSITORY_URL if url is None else url
     problems = []
     if url in PLACEHOLDER_URLS or url.lower() in {u.lower() for u in PLACEHOLDER_URLS}:
         problems.append(f"REPOSITORY_URL in autograder/setup_cell.py is the placeholder {url!r}; "
@@ -81,11 +82,12 @@ def _install_course_helpers():
         import utils.checks  # noqa: F401 - installed already: nothing to do
         return
     except ImportError as error:
-        missing = error.name or "utils"
+        name = error.name or "utils"
+        missing = "the course helpers (`utils`)" if name.startswith("utils") else f"`{{name}}` (the course helpers need it)"
     try:
         import google.colab  # noqa: F401 - only Google Colab has it
     except ImportError:
-        raise SetupError(f"{{missing}} is not installed for this Python ({{sys.executable}}). From the course folder run "
+        raise SetupError(f"cannot import {{missing}} in this Python ({{sys.executable}}). From the course folder run "
                          f"`pip install -e \\".[{NOTEBOOKS_EXTRA}]\\"` (README: Quick start), then restart the kernel.") from None
     source = os.environ.get("{INSTALL_SOURCE_VARIABLE}") or "{install_source()}"
     print("Installing the course helpers (about a minute)...")

@@ -1,24 +1,50 @@
-"""The conda and pip descriptions agree, and CI runs the README's test command."""
+"""The conda and pip descriptions agree, CI runs the README's test command, the repository URL is
+set in one place, and the README's student quick start installs what the notebooks import."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
+import sys
 import tomllib
+import warnings
 
-from autograder.conventions import REPO_ROOT
+import nbformat
+import pytest
+
+from autograder import build as build_module
+from autograder import conventions, setup_cell
+from autograder.__main__ import main as autograder_main
+from utils import environment
 
 CONDA_NAMES = {"pytorch": "torch"}
+PROJECT = tomllib.loads((conventions.REPO_ROOT / "pyproject.toml").read_text())["project"]
+README = (conventions.REPO_ROOT / "README.md").read_text()
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ \[;]", requirement.strip(), maxsplit=1)[0].lower()
 
 
 def _names(requirements) -> set[str]:
-    return {re.split(r"[<>=!~ ]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
+    """Requirement names, leaving out the project's references to its own extras."""
+    return {_name(r) for r in requirements} - {PROJECT["name"]}
+
+
+def _student_block() -> str:
+    section = README[README.index("### Students"):README.index("### Instructors")]
+    match = re.search(r"```(?:bash|sh)?\n(.+?)\n```", section, re.DOTALL)
+    assert match, "README's Students section must show its commands in a code block"
+    return match.group(1)
 
 
 def test_environment_yml_matches_pyproject():
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    pip_side = _names(project["dependencies"]) | _names(project["optional-dependencies"]["dev"])
+    pip_side = _names(PROJECT["dependencies"])
+    for extra in PROJECT["optional-dependencies"].values():
+        pip_side |= _names(extra)
     conda_side = set()
-    text = (REPO_ROOT / "environment.yml").read_text()
+    text = (conventions.REPO_ROOT / "environment.yml").read_text()
     for line in text[text.index("\ndependencies:"):].splitlines():
         match = re.match(r"^  - ([A-Za-z0-9_.-]+)", line)
         if match and match.group(1) not in ("pip", "python"):
@@ -27,9 +53,146 @@ def test_environment_yml_matches_pyproject():
 
 
 def test_ci_runs_the_readme_test_command():
-    readme = (REPO_ROOT / "README.md").read_text()
-    ci = (REPO_ROOT / ".ci" / "run").read_text()
-    match = re.search(r"<!-- test-command -->\s*```(?:bash|sh)?\n(.+?)\n```", readme, re.DOTALL)
+    ci = (conventions.REPO_ROOT / ".ci" / "run").read_text()
+    match = re.search(r"<!-- test-command -->\s*```(?:bash|sh)?\n(.+?)\n```", README, re.DOTALL)
     assert match, "README.md must show the test command in a code block after <!-- test-command -->"
     command = match.group(1).strip()
     assert command in ci, f".ci/run must run the README's test command {command!r}"
+
+
+# --- one repository URL -------------------------------------------------------------------------
+
+def test_readme_clone_command_uses_the_configured_repository():
+    match = re.search(r"git clone (\S+) && cd (\S+)", _student_block())
+    assert match, "README's student quick start must start with `git clone URL && cd FOLDER`"
+    assert match.group(1) == setup_cell.REPOSITORY_URL, \
+        f"README clones {match.group(1)}, autograder/setup_cell.py says {setup_cell.REPOSITORY_URL}"
+    assert match.group(2) == setup_cell.REPOSITORY_URL.rstrip("/").rsplit("/", 1)[-1], "`cd` must enter the cloned folder"
+
+
+def test_readme_colab_badges_use_the_configured_repository():
+    links = re.findall(r"\]\((https://colab\.research\.google\.com/github/[^)\s]+)\)", README)
+    for link in links:
+        path = link.split(f"/blob/{setup_cell.BRANCH}/", 1)[-1]
+        assert link == setup_cell.colab_url(path), f"badge {link} does not match setup_cell.colab_url({path!r})"
+        assert (conventions.REPO_ROOT / path).exists(), f"badge {link} points to a notebook that does not exist"
+
+
+def test_release_build_refuses_a_placeholder_url(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(setup_cell, "REPOSITORY_URL", "https://github.com/OWNER/REPO")
+    with pytest.raises(build_module.BuildError, match="placeholder"):
+        build_module.build(tmp_path / "solutions", tmp_path / "notebooks", release=True)
+    assert autograder_main(["build", "--release"]) == 1
+    assert "refusing a release build" in capsys.readouterr().err
+    assert not (tmp_path / "notebooks").exists(), "a refused release build must write nothing"
+
+
+def test_release_check_accepts_a_real_address_only():
+    assert setup_cell.release_problems("https://github.com/some-university/transformers-2026") == []
+    for url in sorted(setup_cell.PLACEHOLDER_URLS) + ["https://gitlab.com/a/b", "https://github.com/a/b/", "github.com/a/b"]:
+        assert setup_cell.release_problems(url), f"{url} must not pass as a release URL"
+
+
+def test_setup_cell_names_the_real_distribution_and_extra():
+    assert setup_cell.DISTRIBUTION == environment.DISTRIBUTION == PROJECT["name"]
+    assert setup_cell.NOTEBOOKS_EXTRA == environment.NOTEBOOKS_EXTRA
+    assert setup_cell.NOTEBOOKS_EXTRA in PROJECT["optional-dependencies"]
+    assert f"{setup_cell.DISTRIBUTION}[{setup_cell.NOTEBOOKS_EXTRA}] @ " in setup_cell.setup_cell_source()
+
+
+def test_setup_cell_explains_missing_helpers_instead_of_crashing():
+    """Outside Colab with no helpers installed: one sentence saying what to run, not a ModuleNotFoundError."""
+    code = ("import sys\nsys.modules['utils'] = None\nsys.modules['google.colab'] = None\n"
+            "try:\n" + "".join(f"    {line}\n" for line in setup_cell.setup_cell_source().splitlines()) +
+            "except Exception as error:\n    print(type(error).__name__, error._render_traceback_())\n")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("SetupError ['Set-up failed: cannot import the course helpers (`utils`) in this Python"), out.stdout
+    assert 'pip install -e \\".[notebooks]\\"' in out.stdout or 'pip install -e ".[notebooks]"' in out.stdout, out.stdout
+
+
+# --- the student quick start ----------------------------------------------------------------------
+
+def test_student_quick_start_installs_cpu_pytorch_first():
+    lines = [line.split("#")[0].strip() for line in _student_block().splitlines()]
+    cpu = next((i for i, line in enumerate(lines) if "download.pytorch.org/whl/cpu" in line), None)
+    course = next((i for i, line in enumerate(lines) if re.match(r"pip install -e \"?\.\[", line)), None)
+    assert cpu is not None, "the student quick start must install the CPU build of PyTorch (no multi-GB CUDA wheels on a laptop)"
+    assert course is not None and cpu < course, "the CPU PyTorch line must come before the course's install line"
+    assert "jupyter lab" in _student_block()
+
+
+def _requirement_parser():
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # pragma: no cover
+        from pip._vendor.packaging.requirements import Requirement
+    return Requirement
+
+
+def _installed_closure(requirements: list[str]) -> set[str]:
+    """Distributions (canonical names) that installing ``requirements`` pulls in, read from this environment."""
+    requirement = _requirement_parser()
+    canonical = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
+    seen, queue, found = set(), [requirement(r) for r in requirements], set()
+    while queue:
+        req = queue.pop()
+        extras = tuple(sorted(req.extras))
+        key = (canonical(req.name), extras)
+        if key in seen:
+            continue
+        seen.add(key)
+        if canonical(req.name) == canonical(PROJECT["name"]):
+            deps = list(PROJECT["dependencies"])
+            for extra in extras:
+                deps += PROJECT["optional-dependencies"][extra]
+            queue += [requirement(d) for d in deps]
+            continue
+        try:
+            dist = importlib.metadata.distribution(req.name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        found.add(canonical(req.name))
+        for text in dist.requires or []:
+            sub = requirement(text)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in ("",) + extras):
+                queue.append(sub)
+    return found
+
+
+def _notebook_imports(path) -> set[str]:
+    nb = nbformat.read(str(path), as_version=4)
+    modules = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in a cell are not this test's business
+            tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    return modules
+
+
+def test_student_quick_start_provides_every_import_of_the_notebooks():
+    match = re.search(r"pip install -e \"?\.(\[[a-z,]+\])\"?", _student_block())
+    assert match, "the student quick start must install the course with an extra: pip install -e \".[student]\""
+    installed = _installed_closure([f"{PROJECT['name']}{match.group(1)}"])
+    providers = importlib.metadata.packages_distributions()
+    own = {"utils"}  # the course's own package
+    problems = []
+    for path in sorted(conventions.NOTEBOOKS_DIR.glob("*/*.ipynb")):
+        for module in sorted(_notebook_imports(path)):
+            if module in sys.stdlib_module_names or module in own or module == "google":
+                continue
+            dists = {re.sub(r"[-_.]+", "-", d).lower() for d in providers.get(module, [])}
+            if not dists & installed:
+                problems.append(f"{path.relative_to(conventions.REPO_ROOT)} imports {module} "
+                                f"(from {sorted(dists) or 'an unknown distribution'}), which the student quick start does not install")
+    assert not problems, "\n".join(problems) + "\nAdd it to the `notebooks` extra in pyproject.toml (and environment.yml)."

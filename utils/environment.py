@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import random
+import re
 import sys
 
 import numpy as np
@@ -50,3 +52,40 @@ def describe(device: torch.device) -> str:
     if device.type == "mps":
         return f"Using Apple GPU (MPS) (torch {torch.__version__})"
     return f"Using CPU with {torch.get_num_threads()} threads (torch {torch.__version__})"
+
+
+# The course's pip distribution and the extra listing what notebook cells import beyond the core
+# dependencies (pyproject.toml; autograder/setup_cell.py names the same two).
+DISTRIBUTION = "transformer-course"
+NOTEBOOKS_EXTRA = "notebooks"
+
+
+def missing_packages() -> list[str]:
+    """Packages of the course's ``notebooks`` extra that are not installed in this Python.
+
+    Read from the installed course's metadata; empty when the course itself is not installed as a
+    package (then there is nothing to compare with).
+    """
+    try:
+        requirements = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    missing = []
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        if not re.search(rf"""extra\s*==\s*["']{NOTEBOOKS_EXTRA}["']""", marker):
+            continue
+        name = re.split(r"[\s\[(<>=!~]", name.strip(), maxsplit=1)[0]
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def warn_missing_packages() -> None:
+    """Print one line naming the notebooks' packages this Python lacks, and the command that installs them."""
+    missing = missing_packages()
+    if missing:
+        print(f"Some notebooks also use {', '.join(missing)}, not installed here: from the course folder run "
+              f'`pip install -e ".[{NOTEBOOKS_EXTRA}]"`, then restart the kernel.')

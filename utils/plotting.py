@@ -14,6 +14,27 @@ def _to_numpy(values) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
+def relative_luminance(colour) -> float:
+    """WCAG relative luminance of an sRGB(A) colour with components in [0, 1] (0 black, 1 white)."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in np.asarray(colour, dtype=float)[:3]]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_ratio(colour_a, colour_b) -> float:
+    """WCAG contrast ratio of two colours, from 1 (same luminance) to 21 (black on white)."""
+    a, b = sorted((relative_luminance(colour_a), relative_luminance(colour_b)))
+    return (b + 0.05) / (a + 0.05)
+
+
+def text_colour(cell_colour, background=(1.0, 1.0, 1.0, 1.0)) -> str:
+    """Black or white, whichever reads better on ``cell_colour`` (an RGBA that may be transparent,
+    e.g. a NaN cell, which shows ``background`` through)."""
+    rgba = np.asarray(cell_colour, dtype=float)
+    alpha = rgba[3] if rgba.shape[0] > 3 else 1.0
+    shown = alpha * rgba[:3] + (1 - alpha) * np.asarray(background, dtype=float)[:3]
+    return "black" if contrast_ratio(shown, (0, 0, 0)) >= contrast_ratio(shown, (1, 1, 1)) else "white"
+
+
 def heatmap(matrix, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
             *, title: str = "", ax=None, annotate: bool | None = None, cmap: str = "viridis",
             xlabel: str = "", ylabel: str = ""):
@@ -36,10 +57,10 @@ def heatmap(matrix, row_labels: Sequence[str] | None = None, col_labels: Sequenc
     if annotate is None:
         annotate = values.size <= 144
     if annotate:
-        middle = (np.nanmax(values) + np.nanmin(values)) / 2
+        cell_colours = image.to_rgba(values)  # the colour each cell is drawn in, whatever the colormap
         for (i, j), v in np.ndenumerate(values):
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                    color="white" if v < middle else "black")
+                    color=text_colour(cell_colours[i, j], background=ax.get_facecolor()))
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
