@@ -1,0 +1,15 @@
+"""Scales the caller's q in place (q /= sqrt(d_k))."""
+import math
+
+import torch
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    q /= math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    return weights @ v, weights
