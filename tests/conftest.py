@@ -42,7 +42,8 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("notebook CPU run times (solution, mutant runs excluded)")
     for name, report in sorted(_REPORTS.items()):
         flag = "within budget" if report.seconds <= report.budget_seconds else "OVER BUDGET"
-        write(f"{name:<24} {report.seconds:7.1f} s of {report.budget_seconds:5.0f} s budget  ({flag})")
+        write(f"{name:<24} {report.seconds:7.1f} s of {report.budget_seconds:5.0f} s budget  ({flag}); "
+              f"judged with mutants in {report.judge_seconds:.1f} s")
     terminalreporter.section("mutant catch rate")
     total = caught = 0
     for name, report in sorted(_REPORTS.items()):

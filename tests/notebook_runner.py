@@ -1,16 +1,19 @@
-"""Run a solution notebook once, trying every mutant at its exercise on the way.
+"""Run a solution notebook twice: as a student sees it, and as the grader judges it (with every mutant).
 
-One kernel per notebook: cells run top to bottom; when the first test cell of an exercise is
-reached (its solution cell has already run), each mutant of that exercise is executed in its place
-and the exercise's test cells (visible and hidden) are run against it; then the real solution cell is
-run again and the notebook carries on. So a single pass gives (1) whether every cell of the solution
-passes, (2) which mutants are caught, and (3) the solution's own run time (mutant runs excluded).
+1. **In a kernel** (nbclient), top to bottom: every cell, demos and figures included, and every test
+   cell run in the student's own kernel, must pass. This run's time is the notebook's CPU time.
+2. **Through the judge** (``autograder.judge.Session``), the way grading works: the set-up and
+   solution cells run in a runner process, every graded test cell runs in the judge with handles.
+   Every test must pass there too (a test cell that leans on a notebook variable fails here with a
+   ``NameError``). At each exercise, each of its mutants is swapped into the runner and the exercise's
+   test cells are judged against it: at least one must fail. Then the solution is put back.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +21,9 @@ from pathlib import Path
 from nbclient import NotebookClient
 
 from autograder import conventions
+from autograder.judge import Session
+from autograder.sandbox import Limits
+from autograder.setup_cell import SETUP_GRADE_ID
 
 
 @dataclass
@@ -38,68 +44,91 @@ class NotebookReport:
     assignment: str
     seconds: float
     budget_seconds: float
-    cell_errors: dict[int, str] = field(default_factory=dict)  # index -> "grade_id: ename: evalue"
+    cell_errors: dict[int, str] = field(default_factory=dict)   # kernel run: index -> "grade_id: ename: evalue"
+    judge_errors: dict[int, str] = field(default_factory=dict)  # judge run of the solution
+    judge_seconds: float = 0.0
     mutants: list[MutantResult] = field(default_factory=list)
 
 
-def _error_of(cell) -> str | None:
-    for output in cell.get("outputs", []):
+def _error_of(outputs) -> str | None:
+    for output in outputs:
         if output.get("output_type") == "error":
-            return f"{output.get('ename')}: {output.get('evalue', '')[:400]}"
+            return f"{output.get('ename')}: {str(output.get('evalue', ''))[:400]}"
     return None
 
 
 def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = True,
                  cell_timeout: int = 600) -> NotebookReport:
     nb = conventions.read_notebook(assignment.source_path)
-    exercises = conventions.exercises(nb)
-    by_first_test = {min(e.test_indices): e for e in exercises if e.test_indices}
-    mutants = conventions.mutant_files(assignment) if with_mutants else {}
     report = NotebookReport(assignment.name, 0.0, conventions.cpu_budget_seconds(nb))
-
-    os.environ.setdefault("COURSE_OFFLINE", "1")
-    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=True,
-                            resources={"metadata": {"path": str(assignment.source_path.parent)}})
-    # nbclient stores every executed cell back into nb.cells[index], so mutant runs would overwrite the
-    # notebook's own cells: always execute fresh copies of the pristine cells.
-    pristine = copy.deepcopy(nb.cells)
-    with client.setup_kernel():
-        for index, original in enumerate(pristine):
-            if original.cell_type != "code":
-                continue
-            cell = copy.deepcopy(original)
-            exercise = by_first_test.get(index)
-            if exercise is not None:
-                for path in mutants.get(exercise.name, []):
-                    report.mutants.append(_try_mutant(client, pristine, exercise, path))
-                if mutants.get(exercise.name):
-                    restore = copy.deepcopy(pristine[exercise.solution_index])
-                    client.execute_cell(restore, exercise.solution_index)
-            start = time.perf_counter()
-            client.execute_cell(cell, index)
-            report.seconds += time.perf_counter() - start
-            error = _error_of(cell)
-            if error:
-                report.cell_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"
+    _run_in_kernel(nb, assignment, report, cell_timeout)
+    _run_in_judge(nb, assignment, report, with_mutants)
     return report
 
 
-def _try_mutant(client, cells, exercise: conventions.Exercise, path: Path) -> MutantResult:
+def _run_in_kernel(nb, assignment, report: NotebookReport, cell_timeout: int) -> None:
+    os.environ.setdefault("COURSE_OFFLINE", "1")
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    client = NotebookClient(copy.deepcopy(nb), timeout=cell_timeout, kernel_name="python3", allow_errors=True,
+                            interrupt_on_timeout=True,
+                            resources={"metadata": {"path": str(assignment.source_path.parent)}})
+    with client.setup_kernel():
+        for index, original in enumerate(nb.cells):
+            if original.cell_type != "code":
+                continue
+            cell = copy.deepcopy(original)  # nbclient writes executed cells back: keep the source pristine
+            start = time.perf_counter()
+            client.execute_cell(cell, index)
+            report.seconds += time.perf_counter() - start
+            error = _error_of(cell.get("outputs", []))
+            if error:
+                report.cell_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"
+
+
+def _run_in_judge(nb, assignment, report: NotebookReport, with_mutants: bool) -> None:
+    exercises = conventions.exercises(nb)
+    by_first_test = {min(e.test_indices): e for e in exercises if e.test_indices}
+    mutants = conventions.mutant_files(assignment) if with_mutants else {}
+    limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="course-harness-") as tmp:
+        scratch = Path(tmp) / "work"
+        scratch.mkdir()
+        session = Session(scratch, limits, [], conventions.exercise_names(nb), Path(tmp) / "runner.log")
+        session.start()
+        try:
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                if conventions.is_graded_cell(cell):
+                    exercise = by_first_test.get(index)
+                    if exercise is not None and mutants.get(exercise.name):
+                        for path in mutants[exercise.name]:
+                            report.mutants.append(_try_mutant(session, nb, exercise, path))
+                        session.run_cell(conventions.strip_solution_markers(nb.cells[exercise.solution_index].source),
+                                         keep=False)
+                    outcome = session.run_test_cell(cell.source, conventions.grade_id(cell))
+                elif conventions.grade_id(cell) == SETUP_GRADE_ID or conventions.is_solution_cell(cell):
+                    outcome = session.run_cell(conventions.strip_solution_markers(cell.source))
+                else:
+                    continue   # demo and figure cells are not run when grading
+                error = _error_of(outcome.outputs)
+                if error:
+                    report.judge_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"
+        finally:
+            session.stop()
+    report.judge_seconds = time.perf_counter() - start
+
+
+def _try_mutant(session: Session, nb, exercise: conventions.Exercise, path: Path) -> MutantResult:
     result = MutantResult(exercise.name, path, conventions.mutant_description(path), [])
-    mutant_cell = copy.deepcopy(cells[exercise.solution_index])
-    mutant_cell.source = path.read_text(encoding="utf-8")
-    mutant_cell.outputs = []
-    client.execute_cell(mutant_cell, exercise.solution_index)
-    error = _error_of(mutant_cell)
+    outcome = session.run_cell(path.read_text(encoding="utf-8"), keep=False)
+    error = _error_of(outcome.outputs)
     if error:
         result.setup_error = error
         return result
     for test_index in exercise.test_indices:
-        test_cell = copy.deepcopy(cells[test_index])
-        test_cell.outputs = []
-        client.execute_cell(test_cell, test_index)
-        if _error_of(test_cell):
-            result.failed_cells.append(conventions.grade_id(test_cell))
+        cell = nb.cells[test_index]
+        if _error_of(session.run_test_cell(cell.source, conventions.grade_id(cell)).outputs):
+            result.failed_cells.append(conventions.grade_id(cell))
     return result

@@ -1,4 +1,4 @@
-"""Each solution notebook runs clean, and every mutant loses points (one kernel per notebook)."""
+"""Each solution notebook runs clean in a kernel and through the judge, and every mutant loses points."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ pytestmark = pytest.mark.slow
 
 def test_solution_notebook_runs_and_passes_every_test(report):
     assert not report.cell_errors, "the solution notebook must run clean:\n" + "\n".join(report.cell_errors.values())
+
+
+def test_every_test_passes_in_the_judge(report):
+    assert not report.judge_errors, (
+        "graded as the grader does (solution cells in the runner, test cells in the judge with handles), these "
+        "cells failed. A test cell may use only what it imports and builds itself and the exercise names "
+        "(CONTRIBUTING.md, 'How test cells run'):\n" + "\n".join(report.judge_errors.values()))
 
 
 def test_every_mutant_loses_points(report):
