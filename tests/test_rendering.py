@@ -95,3 +95,35 @@ def test_nan_cells_get_readable_text():
         assert mcolors.to_rgb(nan_text.get_color()) == (0.0, 0.0, 0.0), "a NaN cell shows the white axes: black text"
     finally:
         plt.close(ax.figure)
+
+
+@pytest.mark.slow
+def test_failed_check_shows_its_message_first_without_the_checking_machinery(tmp_path):
+    """In Jupyter, a failing check's traceback starts with the message and lists no frame of utils/checks.py."""
+    import re
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "import torch\nfrom utils import checks\n\ndef double(x):\n    return x * 3\n",
+        'checks.assert_close(double(torch.tensor([1.0, 2.0])), torch.tensor([2.0, 4.0]), name="double", hint="times two")',
+        'checks.assert_equal(sorted([3, 1]), [1, 2], name="sorted")',
+        'def picky(x):\n    return x[5]\n\nchecks.assert_raises(ValueError, picky, [1], name="picky")',
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    expected_first = {
+        1: "CheckFailure: double: 2 of 2 values differ",
+        2: "CheckFailure: sorted: expected 2 at [1], got 3.",
+        3: "CheckFailure: picky: expected ValueError, but it raised IndexError",
+    }
+    for index, start in expected_first.items():
+        (error,) = [o for o in nb.cells[index].outputs if o.output_type == "error"]
+        shown = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error.traceback))
+        assert shown.startswith(start), f"cell {index}: the traceback should start with the message:\n{shown}"
+        assert "checks.py" not in shown, f"cell {index}: the checking machinery's frames are shown:\n{shown}"
+        assert f"Cell In[{index + 1}]" in shown, f"cell {index}: the failing line of the cell should still be shown:\n{shown}"
+    student_frame = "\n".join(nb.cells[3].outputs[0].traceback)
+    assert "return x[5]" in re.sub(r"\x1b\[[0-9;]*m", "", student_frame), "the student's own failing line must stay visible"

@@ -48,8 +48,39 @@ _torch_bool = torch.bool
 class CheckFailure(AssertionError):
     """An ``AssertionError`` raised by a course check (so tests can tell it from other errors)."""
 
+    def _render_traceback_(self):
+        """How Jupyter (IPython) shows a failed check: the message first, then the test cell's line.
+
+        The frames of this module are the checking machinery, not the student's business: each of
+        its functions sets ``__tracebackhide__`` and they are left out. (IPython's own traceback
+        honours that marker too, but always shows the innermost frame, which is always in here.)
+        """
+        __tracebackhide__ = True
+        lines = [f"{type(self).__name__}: {self}"]
+        try:
+            from types import TracebackType
+
+            from IPython import get_ipython
+
+            kept, entry = [], self.__traceback__
+            while entry is not None:
+                if not entry.tb_frame.f_locals.get("__tracebackhide__"):
+                    kept.append(entry)
+                entry = entry.tb_next
+            visible = None
+            for entry in reversed(kept):
+                visible = TracebackType(visible, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+            shell = get_ipython()
+            if shell is not None and visible is not None:
+                where = shell.InteractiveTB.structured_traceback(type(self), self, visible, tb_offset=0)
+                lines += [""] + list(where[:-1])  # its last item repeats the message
+        except Exception:  # noqa: BLE001 - showing the message alone is always possible
+            pass
+        return lines
+
 
 def _fail(name: str, problem: str, hint: str | None) -> None:
+    __tracebackhide__ = True
     message = f"{name}: {problem}"
     if hint:
         message += f"\nHint: {hint}"
@@ -58,6 +89,7 @@ def _fail(name: str, problem: str, hint: str | None) -> None:
 
 def _tensor_values(tensor) -> list:
     """The tensor's values as a flat Python list, read without any replaceable torch machinery."""
+    __tracebackhide__ = True
     with _no_torch_function():
         if _no_torch_dispatch is not None:
             with _no_torch_dispatch():
@@ -68,6 +100,7 @@ def _tensor_values(tensor) -> list:
 
 
 def _flatten(nested) -> list:
+    __tracebackhide__ = True
     if type(nested) is not list:
         return [nested]
     flat, stack = [], [nested]
@@ -81,18 +114,21 @@ def _flatten(nested) -> list:
 
 
 def _shape(value) -> tuple:
+    __tracebackhide__ = True
     if type(value) is _Tensor:
         return tuple(_tensor_size(value))
     return tuple(_ndarray_shape(value))
 
 
 def _short_list(values: list, shape: tuple, limit: int = 12) -> str:
+    __tracebackhide__ = True
     shown = ", ".join(f"{v:.6g}" if type(v) is float else repr(v) for v in values[:limit])
     more = f", ... ({len(values)} values)" if len(values) > limit else ""
     return f"[{shown}{more}] (shape {shape})"
 
 
 def _short(value: Any, limit: int = 300) -> str:
+    __tracebackhide__ = True
     if type(value) is _Tensor:
         return _short_list(_tensor_values(value), _shape(value))
     text = repr(value) if type(value) in (int, float, str, bytes, bool, list, tuple, dict, set, frozenset, type(None)) \
@@ -101,6 +137,7 @@ def _short(value: Any, limit: int = 300) -> str:
 
 
 def _kind(value: Any) -> str:
+    __tracebackhide__ = True
     if type(value) is _Tensor:
         return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_tensor_device(value)})"
     if type(value) is _ndarray:
@@ -109,6 +146,7 @@ def _kind(value: Any) -> str:
 
 
 def _dtype_family(dtype: torch.dtype) -> str:
+    __tracebackhide__ = True
     if dtype == _torch_bool:
         return "bool"
     if dtype.is_floating_point:
@@ -133,6 +171,7 @@ def assert_tensor(
     ``"integer"``, ``"bool"``. A subclass of ``torch.Tensor`` is refused: it could redefine how it
     compares.
     """
+    __tracebackhide__ = True
     if type(actual) is not _Tensor:
         _fail(name, f"expected a torch.Tensor, got {_kind(actual)}.", hint)
     if shape is not None and _shape(actual) != tuple(shape):
@@ -171,6 +210,7 @@ def assert_close(
 
     NaN never matches; an infinity matches only the same infinity.
     """
+    __tracebackhide__ = True
     if type(expected) is _Tensor:
         assert_tensor(actual, name=name, shape=_shape(expected), device=_tensor_device(expected).type, hint=hint)
         if _tensor_dtype(expected).is_floating_point and not _tensor_dtype(actual).is_floating_point:
@@ -199,6 +239,7 @@ def assert_close(
 
 def _to_float(actual: Any, *, name: str, hint: str | None) -> float:
     """Convert a real scalar result to ``float`` without calling any method of the object."""
+    __tracebackhide__ = True
     kind = type(actual)
     if kind is bool:
         _fail(name, "expected a number, got a bool.", hint)
@@ -220,6 +261,7 @@ def _to_float(actual: Any, *, name: str, hint: str | None) -> float:
 
 
 def _scalar_close(a: float, e: float, atol: float, rtol: float) -> bool:
+    __tracebackhide__ = True
     if _isnan(a) or _isnan(e):
         return False
     if _isinf(e) or _isinf(a):
@@ -229,6 +271,7 @@ def _scalar_close(a: float, e: float, atol: float, rtol: float) -> bool:
 
 def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, atol: float, rtol: float,
                     hint: str | None) -> None:
+    __tracebackhide__ = True
     bad = [i for i, (a, e) in enumerate(zip(actual, expected)) if not _scalar_close(float(a), float(e), atol, rtol)]
     if not bad:
         return
@@ -256,6 +299,7 @@ def assert_equal(actual: Any, expected: Any, *, name: str, hint: str | None = No
     The type must match exactly too (a list is not a tuple; ``True`` is not ``1``), and the
     comparison is done on plain copies, so an object with a custom ``__eq__`` cannot pass.
     """
+    __tracebackhide__ = True
     problem = _plain_difference(actual, expected, path="")
     if problem:
         _fail(name, f"{problem}\nexpected: {_short(expected)}\ngot:      {_short(actual)}", hint)
@@ -265,6 +309,7 @@ _PLAIN_SCALARS = (int, float, str, bytes, bool, type(None))
 
 
 def _plain_difference(actual: Any, expected: Any, path: str) -> str | None:
+    __tracebackhide__ = True
     where = f" at {path}" if path else ""
     if type(actual) is not type(expected):
         return f"expected {type(expected).__name__}{where}, got {type(actual).__name__}."
@@ -307,6 +352,7 @@ def assert_raises(
     **kwargs: Any,
 ) -> BaseException:
     """Check that ``function(*args, **kwargs)`` raises ``expected_error``; return the exception."""
+    __tracebackhide__ = True
     try:
         function(*args, **kwargs)
     except expected_error as error:  # noqa: PERF203 - the point is to catch it
@@ -321,6 +367,7 @@ def assert_raises(
 
 def assert_true(condition: Any, *, name: str, problem: str, hint: str | None = None) -> None:
     """Check a plain boolean condition; ``problem`` says what is wrong when it is false."""
+    __tracebackhide__ = True
     if type(condition) is _Tensor:
         values = _tensor_values(condition)
         if len(values) != 1 or _tensor_dtype(condition) != _torch_bool:
