@@ -1,15 +1,16 @@
 """Benchmark: the course's reference byte-level BPE trainer against HF `tokenizers`.
 
-Both train on the same offline corpus, the English prose of the Python documentation
-(``utils.corpus.python_docs()``, about 460 KB), for the same number of merges. The script prints the
+Both train on the same offline corpus, the Python documentation's help text
+(``utils.corpus.python_docs()``, about 460 KB, used raw here: the notebook trains on its prose only), for
+the same number of merges. The script prints the
 training time of each (best of ``--repeats`` runs), their ratio, and the compression each achieves on
 the training corpus (UTF-8 bytes per token). It also times the straightforward trainer that recounts
 every pair after every merge, for a smaller number of merges, to show what the incremental pair-count
 update in the reference solution is worth.
 
 The reference implementation is not copied here: it is read from the solution notebook
-``solutions/02_tokenization/tokenization.ipynb`` (the ``split_words`` helper cell and the solution
-cells, with the nbgrader markers dropped), so the notebook stays the single source of truth.
+``solutions/02_tokenization/tokenization.ipynb`` (its solution cells, with the nbgrader markers
+dropped), so the notebook stays the single source of truth.
 
 Usage::
 
@@ -31,7 +32,7 @@ from autograder.conventions import strip_solution_markers
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "solutions" / "02_tokenization" / "tokenization.ipynb"
-CELLS = ("split_words_helper", "count_pairs", "merge", "train_bpe", "encode", "decode")
+CELLS = ("split_words", "count_pairs", "merge", "PairCounter", "train_bpe", "encode", "decode")
 KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign)
 
 
