@@ -1,0 +1,11 @@
+"""Divides the dot products by d_k instead of sqrt(d_k) when scaled."""
+import torch
+
+
+def mc_dot_product_variance(d_k, n_samples, generator, sigma=1.0, scaled=False):
+    q = sigma * torch.randn(n_samples, d_k, generator=generator)
+    k = sigma * torch.randn(n_samples, d_k, generator=generator)
+    scores = (q * k).sum(dim=-1)
+    if scaled:
+        scores = scores / d_k
+    return scores.var().item()
