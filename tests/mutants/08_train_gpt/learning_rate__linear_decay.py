@@ -1,0 +1,11 @@
+"""Decays linearly instead of along a cosine."""
+import math
+
+
+def learning_rate(step, max_lr, min_lr, warmup_steps, max_steps):
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    if step >= max_steps:
+        return min_lr
+    progress = (step - warmup_steps) / (max_steps - warmup_steps)
+    return max_lr - progress * (max_lr - min_lr)

@@ -1,0 +1,17 @@
+"""Multiplies the logits by the temperature instead of dividing."""
+import torch
+
+
+def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature <= 0:
+        raise ValueError("temperature must be > 0")
+    sorted_logits, order = torch.sort(logits * temperature, dim=-1, descending=True, stable=True)
+    keep = torch.ones_like(sorted_logits, dtype=torch.bool)
+    if top_k is not None:
+        keep[..., top_k:] = False
+    if top_p is not None:
+        probs = torch.softmax(sorted_logits.masked_fill(~keep, float("-inf")), dim=-1)
+        keep &= probs.cumsum(dim=-1) - probs < top_p
+    probs = torch.softmax(sorted_logits.masked_fill(~keep, float("-inf")), dim=-1)
+    choice = torch.multinomial(probs, 1, generator=generator)
+    return order.gather(-1, choice).squeeze(-1)
