@@ -15,6 +15,12 @@ def main(argv: list[str] | None = None) -> int:
     build_parser = commands.add_parser("build", help="regenerate notebooks/ (student versions) from solutions/")
     build_parser.add_argument("--assignment", action="append",
                               help="build only this assignment, e.g. 03_attention (repeatable; default: all)")
+    build_parser.add_argument("--no-self-grading", action="store_true",
+                              help="private edition for a graded class: no self-grading cell, no test bundles")
+
+    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook, then grade it with every test (self-study)")
+    selfgrade_parser.add_argument("notebook", type=Path)
+    selfgrade_parser.add_argument("--assignment", help="assignment name (default: the notebook's folder name)")
     build_parser.add_argument("--release", action="store_true",
                               help="building a course to publish: refuse while the repository URL "
                                    "(autograder/setup_cell.py) is a placeholder")
@@ -41,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         from .build import BuildError, build
 
         try:
-            changed = build(only=set(args.assignment) if args.assignment else None, release=args.release)
+            changed = build(only=set(args.assignment) if args.assignment else None, release=args.release,
+                            self_grading=not args.no_self_grading)
         except BuildError as error:
             print(f"build: {error}", file=sys.stderr)
             return 1
@@ -64,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
                      assignments=set(args.assignment) if args.assignment else None)
         print(format_table(rows))
         print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+        return 0
+    if args.command == "selfgrade":
+        from .selfgrade import grade_saved_notebook
+
+        if not args.notebook.is_file():
+            parser.error(f"{args.notebook} is not a notebook file")
+        grade_saved_notebook(args.notebook, args.assignment)
         return 0
     if args.command == "demo":
         from .demo import run_demo

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import conventions
+from . import conventions, selfgrade
 from .course_directory import course_config, link_sources, make_api
 from .setup_cell import SETUP_GRADE_ID, release_problems, setup_cell_source
 
@@ -50,13 +50,32 @@ def tidy_source_notebook(nb) -> None:
             cell.execution_count = None
 
 
+def add_self_grading_cell(nb, assignment_name: str) -> None:
+    """Append the self-grading cell (public edition) to a student version, in place."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    nb.cells.append(new_markdown_cell(
+        selfgrade.HEADING + "\n\n"
+        "The next cell runs every test of this notebook, the hidden ones too, on your answers as they are "
+        "now, and prints your points per exercise with the reason for each failure. Run all the cells "
+        "above first."))
+    nb.cells.append(new_code_cell(selfgrade.cell_source(assignment_name)))
+
+
 def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path = conventions.NOTEBOOKS_DIR,
-          *, tidy_sources: bool = True, only: set[str] | None = None, release: bool = False) -> list[Path]:
+          *, tidy_sources: bool = True, only: set[str] | None = None, release: bool = False,
+          self_grading: bool = True, bundle_dir: Path | None = None) -> list[Path]:
     """Build every student version (or only the assignments named in ``only``); return the files that changed.
 
     ``release``: the build is for publishing the course; refuse it (before writing anything) while
     the repository URL in ``autograder/setup_cell.py`` is a placeholder.
+
+    ``self_grading`` (the public edition): each student version ends with the self-grading cell, and
+    the tests it runs are written to ``bundle_dir`` (default ``autograder/selfgrade`` beside
+    ``notebooks_dir``). Without it (a private edition for a graded class) neither is shipped and
+    existing bundles are removed.
     """
+    bundle_dir = bundle_dir or notebooks_dir.parent / "autograder" / "selfgrade"
     if release:
         problems = release_problems()
         if problems:
@@ -93,7 +112,10 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
                 relative = path.relative_to(released)
                 expected.add(relative)
                 if path.suffix == ".ipynb":
-                    text = notebook_text(nbformat.read(str(path), as_version=4))
+                    released_nb = nbformat.read(str(path), as_version=4)
+                    if self_grading:
+                        add_self_grading_cell(released_nb, assignment.name)
+                    text = notebook_text(released_nb)
                     if write_if_changed(target / relative, text):
                         changed.append(target / relative)
                 elif write_if_changed(target / relative, path.read_text(encoding="utf-8")):
@@ -102,6 +124,14 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
                 if path.is_file() and path.relative_to(target) not in expected:
                     path.unlink()
                     changed.append(path)
+            bundle = bundle_dir / f"{assignment.name}.bin"
+            if self_grading:
+                data = selfgrade.make_bundle(conventions.read_notebook(assignment.source_path)).decode("ascii")
+                if write_if_changed(bundle, data):
+                    changed.append(bundle)
+            elif bundle.exists():
+                bundle.unlink()
+                changed.append(bundle)
 
     known = {a.name for a in all_assignments}
     if notebooks_dir.exists():

@@ -62,10 +62,12 @@ class StudentCodeError(RuntimeError):
 
 
 class Connection:
-    def __init__(self, process):
-        self.process = process
-        self.fd = process.stdout.fileno()
-        self.buffer = b""
+    """Requests written to ``writer`` (binary), replies read from file descriptor ``read_fd``."""
+
+    def __init__(self, writer, read_fd: int, buffer: bytes = b""):
+        self.writer = writer
+        self.fd = read_fd
+        self.buffer = buffer
         self.next_id = 0
 
     def request(self, message: dict, limit_s: float) -> dict:
@@ -73,8 +75,8 @@ class Connection:
         ident = self.next_id
         message = dict(message, id=ident, limit=limit_s)
         try:
-            self.process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
-            self.process.stdin.flush()
+            self.writer.write((json.dumps(message) + "\n").encode("utf-8"))
+            self.writer.flush()
         except (BrokenPipeError, OSError):
             raise RunnerGone("kernel died", "the student's process had exited") from None
         reply = self._read(ident, time.monotonic() + limit_s + GRACE_S)
@@ -219,7 +221,7 @@ class Session:
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
             self.process = sandbox.start_runner(self.scratch, self.limits, self.hide, log)
-        self.connection = Connection(self.process)
+        self.connection = Connection(self.process.stdin, self.process.stdout.fileno())
         self.connection.request({"op": "run", "source": "pass"}, STARTUP_TIMEOUT_S)
 
     def stop(self) -> None:
@@ -454,6 +456,56 @@ def judge_notebook(job: dict) -> dict:
     return {"status": status, "detail": "; ".join(dict.fromkeys(details))[:1000], "cells": results}
 
 
+class AttachedSession(Session):
+    """The judge serving a self-study student's own kernel (``autograder.selfgrade``): the kernel is
+    our parent, answering on our standard input; it cannot be restarted."""
+
+    def __init__(self, names: list[str], connection: Connection, limit_s: float):
+        self.names = list(names)
+        self.connection = connection
+        self.limits = sandbox.Limits(cell_timeout_s=int(limit_s), sandbox="none")
+        self.call_limit = None
+        self.trouble = None
+        self.gone = False
+
+    def alive(self) -> bool:
+        return not self.gone
+
+    def _recover(self) -> None:
+        self.gone = True
+
+    def stop(self) -> None:
+        pass
+
+
+def main_attached() -> int:
+    """``python -m autograder.judge --attached``: one job line on stdin, then calls over stdin/stdout."""
+    writer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    buffer = b""
+    while b"\n" not in buffer:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            return 1
+        buffer += chunk
+    line, buffer = buffer.split(b"\n", 1)
+    job = json.loads(line)
+    session = AttachedSession(job["names"], Connection(writer, 0, buffer), float(job.get("limit_s", 300)))
+    results = []
+    for test in job["tests"]:
+        if session.gone:
+            outcome = CellOutcome(outputs=[error_output(NOT_RUN, "your kernel stopped answering")])
+        else:
+            outcome = session.run_test_cell(test["source"], test["grade_id"])
+        errors = [o for o in outcome.outputs if o.get("output_type") == "error"]
+        results.append({"exercise": test["exercise"], "grade_id": test["grade_id"], "points": test["points"],
+                        "passed": not errors,
+                        "message": f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else ""})
+    writer.write((json.dumps({"op": "done", "results": results}) + "\n").encode("utf-8"))
+    writer.flush()
+    return 0
+
+
 def sign(key: bytes, body: str) -> str:
     return hmac.new(key, body.encode("utf-8"), hashlib.sha256).hexdigest()
 
@@ -475,4 +527,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_attached() if "--attached" in sys.argv[1:] else main())

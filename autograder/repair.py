@@ -23,6 +23,7 @@ import copy
 import re
 
 from . import conventions
+from .selfgrade import is_self_grading_cell
 from .setup_cell import SETUP_GRADE_ID
 
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
@@ -54,6 +55,8 @@ def repair(submitted, release) -> tuple[object, list[str]]:
     seen_ids: dict[str, int] = {}
     release_types = {conventions.grade_id(c): c.cell_type for c in release.cells if conventions.grade_id(c)}
     for cell in submitted.cells:
+        if is_self_grading_cell(cell):
+            continue  # the public edition's self-grading cells: not part of the graded notebook
         gid = conventions.grade_id(cell)
         if gid in known:
             seen_ids[gid] = seen_ids.get(gid, 0) + 1

@@ -83,21 +83,23 @@ def _install_course_helpers():
         return
     except ImportError as error:
         name = error.name or "utils"
-        missing = "the course helpers (`utils`)" if name.startswith("utils") else f"`{{name}}` (the course helpers need it)"
+        missing = "the course helpers (`utils`)" if name.startswith("utils") else f"`{{name}}`"
     try:
         import google.colab  # noqa: F401 - only Google Colab has it
     except ImportError:
-        raise SetupError(f"cannot import {{missing}} in this Python ({{sys.executable}}). From the course folder run "
-                         f"`pip install -e \\".[{NOTEBOOKS_EXTRA}]\\"` (README: Quick start), then restart the kernel.") from None
-    source = os.environ.get("{INSTALL_SOURCE_VARIABLE}") or "{install_source()}"
+        raise SetupError(f"cannot import {{missing}} in this Python ({{sys.executable}}). From the course "
+                         f"folder run `pip install -e '.[{NOTEBOOKS_EXTRA}]'` (README: Quick start), "
+                         "then restart the kernel.") from None
+    source = (os.environ.get("{INSTALL_SOURCE_VARIABLE}")
+              or "{install_source()}")
     print("Installing the course helpers (about a minute)...")
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-color", f"{DISTRIBUTION}[{NOTEBOOKS_EXTRA}] @ {{source}}"],
-                         capture_output=True, text=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-color",
+                          f"{DISTRIBUTION}[{NOTEBOOKS_EXTRA}] @ {{source}}"], capture_output=True, text=True)
     if pip.returncode != 0:
         lines = [line.strip() for line in (pip.stderr + pip.stdout).splitlines() if line.strip()]
-        reason = next((line for line in reversed(lines) if line.startswith("ERROR")), lines[-1] if lines else "")
-        raise SetupError(f"could not install the course helpers from {{source}} ({{reason or 'pip failed'}}). "
-                         "Check that this runtime is online, or run the notebook on your own machine (README: Quick start).")
+        errors = [line for line in lines if line.startswith("ERROR")] or lines or ["pip failed"]
+        raise SetupError(f"could not install the course helpers from {{source}} ({{errors[-1]}}). Check "
+                         "that this runtime is online, or work on your own machine (README: Quick start).")
     importlib.invalidate_caches()
     for name in [name for name in sys.modules if name == "utils" or name.startswith("utils.")]:
         del sys.modules[name]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from autograder import conventions
+from autograder import conventions, selfgrade
 from autograder.build import build
 
 STUDENT_FACING = [conventions.NOTEBOOKS_DIR, conventions.REPO_ROOT / "utils", conventions.REPO_ROOT / "autograder"]
@@ -12,8 +12,12 @@ STUDENT_FACING = [conventions.NOTEBOOKS_DIR, conventions.REPO_ROOT / "utils", co
 
 def test_notebooks_are_current(tmp_path):
     built = tmp_path / "notebooks"
-    build(conventions.SOLUTIONS_DIR, built, tidy_sources=False)
+    build(conventions.SOLUTIONS_DIR, built, tidy_sources=False, bundle_dir=tmp_path / "selfgrade")
     expected = {p.relative_to(built): p.read_text(encoding="utf-8") for p in built.rglob("*") if p.is_file()}
+    bundles = {p.name: p.read_text() for p in (tmp_path / "selfgrade").iterdir()}
+    shipped = {p.name: p.read_text() for p in selfgrade.BUNDLE_DIR.glob("*.bin")}
+    assert bundles == shipped, ("the self-grading bundles in autograder/selfgrade are out of date; "
+                                "run `python -m autograder build` and commit the result")
     actual = {p.relative_to(conventions.NOTEBOOKS_DIR): p.read_text(encoding="utf-8")
               for p in conventions.NOTEBOOKS_DIR.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts}
     stale = sorted(str(p) for p in expected if actual.get(p) != expected[p])
@@ -25,8 +29,8 @@ def test_notebooks_are_current(tmp_path):
 
 def test_build_twice_changes_nothing(tmp_path):
     built = tmp_path / "notebooks"
-    build(conventions.SOLUTIONS_DIR, built, tidy_sources=False)
-    assert build(conventions.SOLUTIONS_DIR, built, tidy_sources=False) == []
+    build(conventions.SOLUTIONS_DIR, built, tidy_sources=False, bundle_dir=tmp_path / "selfgrade")
+    assert build(conventions.SOLUTIONS_DIR, built, tidy_sources=False, bundle_dir=tmp_path / "selfgrade") == []
 
 
 def _student_files():

@@ -11,6 +11,9 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import os
+
+import nbformat
 
 import pytest
 
@@ -85,6 +88,48 @@ MISBEHAVING = {
 }
 
 
+# Issue 7's attacks on a grader that judged inside the student's kernel. The judge now runs every test
+# in its own process, so each of these is just a wrong answer: 0 points.
+KERNEL_REWRITES = {
+    "swap_code_object": "from utils import checks\nchecks.assert_close.__code__ = (lambda *a, **k: None).__code__\n",
+    "edit_private_builtins": ("from utils import checks\nvars(checks)['__builtins__']['abs'] = lambda x: 0\n"
+                              "vars(checks)['__builtins__']['len'] = lambda x: 0\n"),
+    "rebind_from_inside": ("import torch\ndef double(x):\n    import __main__\n"
+                           "    __main__.checks = type('C', (), {'__getattr__': lambda s, n: (lambda *a, **k: None)})()\n"
+                           "    __main__.torch = None\n    return 3 * x\n"),
+    "input_transformer": "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n",
+    "ast_transformer": ("import ast\nclass Gut(ast.NodeTransformer):\n    def visit_Module(self, node):\n"
+                        "        return ast.Module(body=[ast.Pass()], type_ignores=[])\n"
+                        "get_ipython().ast_transformers.append(Gut())\n"),
+    "custom_exception_handler": "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n",
+    "post_run_cell_clears_errors": ("def _clear(result):\n    result.error_in_exec = None\n"
+                                    "get_ipython().events.register('post_run_cell', _clear)\n"),
+    "bdb_quit": "import bdb, torch\ndef double(x):\n    raise bdb.BdbQuit()\n",
+    "trace_rewrites_locals": ("import sys\ndef _tracer(frame, event, arg):\n"
+                              "    frame.f_locals.pop('expected', None)\n    return _tracer\nsys.settrace(_tracer)\n"),
+    "reads_callers_frames": ("import sys, torch\ndef double(x):\n    frame = sys._getframe(1)\n    while frame:\n"
+                             "        for value in frame.f_locals.values():\n"
+                             "            if isinstance(value, torch.Tensor) and value.shape == x.shape and not value.equal(x):\n"
+                             "                return value\n        frame = frame.f_back\n    return 3 * x\n"),
+    "names_built_at_run_time": ("import importlib\nmod = importlib.import_module('utils.' + 'che' + 'cks')\n"
+                                "vars(mod)['assert_' + 'close'] = lambda *a, **k: None\n"
+                                "vars(mod)['assert_' + 'tensor'] = lambda *a, **k: None\n"),
+    "forged_replies": ("import os\nfor fd in range(3, 40):\n    try:\n        os.write(fd, b'[]\\n{\"id\": 1}\\nnot json\\n')\n"
+                       "    except OSError:\n        pass\n"),
+}
+
+ESCAPE = """import os, subprocess, torch
+subprocess.run('umount /tmp; mount -o remount,rw /; mount -t tmpfs none /mnt', shell=True, capture_output=True)
+for target in ('/work', '/root', '/home', '/tmp', '/'):
+    try:
+        open(os.path.join(target, 'ESCAPED_BY_SUBMISSION'), 'w').write('x')
+    except OSError:
+        pass
+def double(x):
+    return 3 * x
+"""
+
+
 def _damaged(assignment, root, how: str):
     nb = answer(assignment, root)
     cells = nb.cells
@@ -135,6 +180,42 @@ def graded(tmp_path_factory):
         if conventions.grade_id(cell) in ("test_double", "test_double_hidden"):
             cell.source = "print('all good')"
     put("edited_test_cells", edited)
+    for student, code in KERNEL_REWRITES.items():
+        body = code if "def double" in code else "import torch\n" + code + WRONG
+        put(student, answer(assignment, root, body))
+    put("escape_as_root", answer(assignment, root, ESCAPE))
+    put("correct_classmate", answer(assignment, root))
+    put("slow_but_correct", answer(assignment, root, "import time, torch\ndef double(x):\n    time.sleep(1)\n    return 2 * x\n"))
+
+    planted = answer(assignment, root, WRONG)
+    planted.cells.insert(0, nbformat.v4.new_code_cell(
+        "import sys, types\nfake = types.ModuleType('utils.checks')\nfake.assert_close = lambda *a, **k: None\n"
+        "sys.modules['utils.checks'] = fake"))
+    put("cell_above_setup", planted)
+    put("utils_folder", answer(assignment, root, WRONG))
+    shadow = subs / "utils_folder" / "01_fixture" / "utils"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("from . import checks\n")
+    (shadow / "checks.py").write_text("def assert_close(*a, **k):\n    pass\nassert_tensor = assert_close\n")
+
+    string_meta = answer(assignment, root)
+    string_meta.cells[0].metadata["nbgrader"] = "not a dict"
+    put("string_nbgrader_metadata", string_meta)
+    wordy = answer(assignment, root)
+    wordy.cells += [nbformat.v4.new_markdown_cell("blah " * 220_000) for _ in range(10)]
+    put("eleven_megabytes_of_markdown", wordy)
+
+    (subs / "symlinked_notebook" / "01_fixture").mkdir(parents=True)
+    (subs / "symlinked_notebook" / "01_fixture" / "fixture.ipynb").symlink_to(subs / "correct" / "01_fixture" / "fixture.ipynb")
+    (subs / "symlinked_folder").mkdir()
+    (subs / "symlinked_folder" / "01_fixture").symlink_to(subs / "correct" / "01_fixture", target_is_directory=True)
+
+    scripted = answer(assignment, root, "import torch\nfrom IPython.display import HTML, Javascript, display\n"
+                      "display(HTML('<script>alert(1)</script>'))\ndisplay(Javascript('alert(2)'))\nprint(In, Out)\n" + WRONG)
+    scripted.cells.append(nbformat.v4.new_markdown_cell('<img src=x onerror="alert(3)"><script>alert(4)</script>'))
+    put("scripts_in_feedback", scripted)
+    put("=HYPERLINK(\"http://x\")", answer(assignment, root, WRONG))
+
     stripped_wrong = _damaged(assignment, root, "stripped_metadata")
     for cell in stripped_wrong.cells:
         if "def double" in cell.source:
@@ -143,8 +224,21 @@ def graded(tmp_path_factory):
 
     out = root / "out"
     limits = Limits(cell_timeout_s=20, notebook_timeout_s=120, memory_mb=3072)
+    before = _tree_digest(subs), _tree_digest(root / "solutions")
     rows = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions", limits=limits)}
+    assert (_tree_digest(subs), _tree_digest(root / "solutions")) == before, "grading changed the submissions or solutions"
     return rows, out, root
+
+
+def _tree_digest(folder):
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _show(row) -> str:
@@ -229,3 +323,67 @@ def test_rerun_skips_unchanged_and_regrades_changed_submissions(graded, tmp_path
     assert state["patch_math_isclose/01_fixture"]["row"]["score"] == "3"
     after = list(csv.DictReader(open(out / "grades.csv")))
     assert len(after) == len(before.splitlines()) - 1
+
+
+@pytest.mark.parametrize("student", sorted(KERNEL_REWRITES))
+def test_rewriting_the_kernel_cannot_change_a_verdict(graded, student):
+    rows, _, _ = graded
+    row = rows[student]
+    expected_status = "protocol error" if student == "forged_replies" else "ok"
+    assert (row.score, row.max_score, row.status) == (0, 3, expected_status), _show(row)
+
+
+def test_honest_classmates_keep_full_marks(graded):
+    rows, _, _ = graded
+    for student in ("correct", "correct_classmate", "slow_but_correct", "string_nbgrader_metadata",
+                    "eleven_megabytes_of_markdown"):
+        assert (rows[student].score, rows[student].status) == (3, "ok"), f"{student}: {_show(rows[student])}"
+    assert "malformed metadata" in rows["string_nbgrader_metadata"].detail
+    assert "shortened" in rows["eleven_megabytes_of_markdown"].detail
+
+
+@pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not usable on this machine (apt-get install bubblewrap)")
+def test_no_escape_from_the_sandbox_even_as_root(graded):
+    rows, _, _ = graded
+    assert rows["escape_as_root"].score == 0, _show(rows["escape_as_root"])
+    for target in ("/work", "/root", "/home", "/tmp", "/"):
+        assert not os.path.exists(os.path.join(target, "ESCAPED_BY_SUBMISSION")), f"a submission wrote into {target}"
+
+
+def test_planted_modules_do_not_reach_the_verdict(graded):
+    rows, _, _ = graded
+    assert (rows["cell_above_setup"].score, rows["utils_folder"].score) == (0, 0)
+    assert "moved below" in rows["cell_above_setup"].detail, _show(rows["cell_above_setup"])
+    assert "shadow" in rows["utils_folder"].detail, _show(rows["utils_folder"])
+
+
+def test_links_are_not_graded_as_someone_elses_work(graded):
+    rows, _, _ = graded
+    for student in ("symlinked_notebook", "symlinked_folder"):
+        row = rows[student]
+        assert (row.score, row.status) == (0, "invalid notebook"), f"{student}: {_show(row)}"
+        assert "link" in row.detail
+
+
+def test_feedback_runs_no_student_script_and_shows_no_hidden_source(graded):
+    _, out, _ = graded
+    html_text = (out / "feedback" / "scripts_in_feedback" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in html_text and "onerror=" not in html_text and "alert(2)" not in html_text
+    assert "Content-Security-Policy" in html_text
+    assert "arange(6.0)" not in html_text and "BEGIN HIDDEN TESTS" not in html_text
+
+
+def test_failed_hidden_tests_say_why(graded):
+    _, out, _ = graded
+    html_text = (out / "feedback" / "bdb_quit" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "test_double_hidden" in html_text and "BdbQuit" in html_text
+    html_text = (out / "feedback" / "patch_math_isclose" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "values differ" in html_text, "a failed hidden test should show the judge's message (expected vs got)"
+
+
+def test_grades_csv_is_safe_for_spreadsheets(graded):
+    _, out, _ = graded
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            for key, value in row.items():
+                assert not value.startswith(("=", "+", "@")), f"{key} = {value!r} would run as a formula"

@@ -1,0 +1,78 @@
+"""Self-grading (the public edition's last cell) gives the points the instructor's grader gives.
+
+A student runs the whole notebook in their own kernel, then the self-grading cell; the grader runs
+the same notebook through the sandbox and the judge. Both use the same tests and the same judge, so
+the points must agree, for a correct, a partly wrong and an untouched notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+from nbclient import NotebookClient
+
+from autograder import conventions, selfgrade, submissions
+from autograder.build import build
+from autograder.grading import grade
+from autograder.sandbox import Limits, bwrap_available
+
+pytestmark = pytest.mark.slow
+
+FIRST = conventions.assignments()[0]
+
+
+def _samples(assignment):
+    mistakes = {exercise: paths[0].read_text(encoding="utf-8")
+                for index, (exercise, paths) in enumerate(sorted(conventions.mutant_files(assignment).items()))
+                if index % 2 == 0}
+    untouched = conventions.read_notebook(assignment.release_path)
+    return {"correct": submissions.filled_in(assignment), "partial": submissions.filled_in(assignment, mistakes),
+            "untouched": untouched}
+
+
+def _self_grade(nb, folder) -> float:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    cells = [c for c in nb.cells if selfgrade.CELL_MARKER in c.source]
+    assert len(cells) == 1, "the student version must end with the self-grading cell"
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(folder)}})
+    client.execute()
+    text = "".join(o.get("text", "") for o in cells[0].outputs if o.get("output_type") == "stream")
+    errors = [o for o in cells[0].outputs if o.get("output_type") == "error"]
+    assert not errors, f"the self-grading cell failed: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+    assert "evalue" not in text and "BEGIN HIDDEN" not in text
+    match = re.search(r"Total: ([0-9.]+) / ([0-9.]+) points", text)
+    assert match, f"no total in the self-grading output:\n{text}"
+    return float(match.group(1))
+
+
+def test_self_grading_gives_the_graders_points(tmp_path):
+    samples = _samples(FIRST)
+    subs = tmp_path / "submitted"
+    for student, nb in samples.items():
+        submissions.write(nb, subs / student / FIRST.name / FIRST.source_path.name)
+    limits = Limits(cell_timeout_s=300, notebook_timeout_s=900, sandbox="auto" if bwrap_available() else "none")
+    graded = {r.student_id: r for r in grade(subs, tmp_path / "out", workers=2, progress=False, limits=limits)}
+    for student, nb in samples.items():
+        folder = tmp_path / "kernel" / student
+        folder.mkdir(parents=True)
+        mine = _self_grade(nb, folder)
+        assert mine == graded[student].score, (
+            f"{student}: self-grading gave {mine}, the grader {graded[student].score} ({graded[student].detail})")
+    assert graded["correct"].score == graded["correct"].max_score > graded["partial"].score > graded["untouched"].score == 0
+
+
+def test_private_edition_ships_no_self_grading(tmp_path):
+    solutions = tmp_path / "solutions"
+    shutil.copytree(FIRST.source_path.parent, solutions / FIRST.name)
+    build(solutions, tmp_path / "notebooks", tidy_sources=False, self_grading=False)
+    nb = conventions.read_notebook(tmp_path / "notebooks" / FIRST.name / FIRST.source_path.name)
+    assert not any(selfgrade.is_self_grading_cell(c) for c in nb.cells)
+    assert not (tmp_path / "autograder" / "selfgrade").exists() or not any((tmp_path / "autograder" / "selfgrade").iterdir())
+    build(solutions, tmp_path / "public", tidy_sources=False, bundle_dir=tmp_path / "bundles")
+    public = conventions.read_notebook(tmp_path / "public" / FIRST.name / FIRST.source_path.name)
+    assert sum(selfgrade.is_self_grading_cell(c) for c in public.cells) == 2
+    assert (tmp_path / "bundles" / f"{FIRST.name}.bin").exists()
