@@ -1,4 +1,4 @@
-"""Follows the lecture deck's loose definition: returns the mean log-probability (minus the cross-entropy)."""
+"""Uses the loose definition some texts give: returns the mean log-probability (minus the cross-entropy)."""
 import torch
 
 
