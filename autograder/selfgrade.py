@@ -24,7 +24,8 @@ import sys
 import zlib
 from pathlib import Path
 
-from . import conventions
+# Nothing here imports nbformat or nbgrader at module level: on Colab only what the course's own
+# package needs is installed, and the self-grading cell must work there.
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "selfgrade"
 CELL_MARKER = "# Self-grading:"
@@ -52,6 +53,8 @@ def _mask(data: bytes) -> bytes:
 
 def make_bundle(source_nb) -> bytes:
     """The graded test cells of a source notebook, with what the judge needs, obfuscated."""
+    from . import conventions
+
     tests = []
     for exercise in conventions.exercises(source_nb):
         for index in exercise.test_indices:
