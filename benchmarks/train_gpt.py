@@ -324,6 +324,9 @@ def main(argv=None) -> dict:
     wall_start = time.perf_counter()
     train_seconds = 0.0
     tokens = 0
+    # Throughput leaves out the first steps (torch.compile compiles there, caches warm up).
+    skip = min(10, cfg.max_iters // 2)
+    steady_seconds, steady_tokens = 0.0, 0
     for step in range(cfg.max_iters):
         start = time.perf_counter()
         for group in optimizer.param_groups:
@@ -351,6 +354,9 @@ def main(argv=None) -> dict:
             torch.cuda.synchronize(device)
         train_seconds += time.perf_counter() - start
         tokens += cfg.batch_size * cfg.block_size
+        if step >= skip:
+            steady_seconds += time.perf_counter() - start
+            steady_tokens += cfg.batch_size * cfg.block_size
         if (step + 1) % cfg.log_interval == 0 and log_now:
             say(f"step {step + 1:5d}  loss {losses[-1]:.4f}  lr {learning_rate(step, cfg):.2e}  "
                 f"{tokens / train_seconds:,.0f} tokens/s")
@@ -360,7 +366,7 @@ def main(argv=None) -> dict:
     train_loss = estimate_loss(model, train_data, cfg, cfg.eval_iters, 0, device, autocast)
     val_loss = estimate_loss(model, val_data, cfg, cfg.eval_iters, 1, device, autocast)
     wall = time.perf_counter() - wall_start
-    tokens_per_second = tokens / train_seconds
+    tokens_per_second = steady_tokens / steady_seconds
     checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
     result = {
         "config": asdict(cfg), "processes": world, "device": str(device),
@@ -372,7 +378,7 @@ def main(argv=None) -> dict:
         "loss_curve": losses, "parameter_checksum": checksum, "load_average": os.getloadavg(),
     }
     if rank == 0:
-        print(f"training tokens/s {tokens_per_second:,.0f} | MFU {100 * result['mfu']:.1f} % of {peak / 1e12:.3g} TFLOP/s "
+        print(f"training tokens/s {tokens_per_second:,.0f} (after step {skip}) | MFU {100 * result['mfu']:.1f} % of {peak / 1e12:.3g} TFLOP/s "
               f"({peak_source}) | peak memory {result['peak_memory_mb']:,.0f} MiB | "
               f"train loss {train_loss:.4f} | val loss {val_loss:.4f} | wall {wall:.1f} s "
               f"(training {train_seconds:.1f} s) | load average {os.getloadavg()[0]:.2f}", flush=True)
