@@ -1,4 +1,4 @@
-"""Uses \w+ for words, so letters, digits and underscores run together ('abc123def' is one piece)."""
+r"""Uses \w+ for words, so letters, digits and underscores run together ('abc123def' is one piece)."""
 import re
 
 

@@ -1,4 +1,4 @@
-"""Drops the (?!\S) rule: a run of spaces before a word stays whole, so the word loses its leading space."""
+r"""Drops the (?!\S) rule: a run of spaces before a word stays whole, so the word loses its leading space."""
 import re
 
 
