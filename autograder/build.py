@@ -51,15 +51,20 @@ def tidy_source_notebook(nb) -> None:
 
 
 def add_self_grading_cell(nb, assignment_name: str) -> None:
-    """Append the self-grading cell (public edition) to a student version, in place."""
+    """Append the self-grading cells (public edition) to a student version, in place, with fixed ids."""
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
-    nb.cells.append(new_markdown_cell(
+    cells = [new_markdown_cell(
         selfgrade.HEADING + "\n\n"
         "The next cell runs every test of this notebook, the hidden ones too, on your answers as they are "
         "now, and prints your points per exercise with the reason for each failure. Run all the cells "
-        "above first."))
-    nb.cells.append(new_code_cell(selfgrade.cell_source(assignment_name)))
+        "above first."), new_code_cell(selfgrade.cell_source(assignment_name))]
+    for cell, ident in zip(cells, ("self-grading-heading", "self-grading")):
+        if nb.get("nbformat_minor", 0) >= 5:
+            cell["id"] = ident   # stable, so that building twice gives the same file
+        else:
+            cell.pop("id", None)
+    nb.cells.extend(cells)
 
 
 def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path = conventions.NOTEBOOKS_DIR,
