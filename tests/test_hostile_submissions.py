@@ -380,7 +380,7 @@ def test_failed_hidden_tests_say_why(graded):
     _, out, _ = graded
     html_text = (out / "feedback" / "bdb_quit" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "test_double_hidden" in html_text and "BdbQuit" in html_text
-    html_text = (out / "feedback" / "patch_math_isclose" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    html_text = (out / "feedback" / "patch_numpy_testing" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "values differ" in html_text, "a failed hidden test should show the judge's message (expected vs got)"
 
 
