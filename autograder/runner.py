@@ -37,7 +37,18 @@ def _course_paths_first() -> None:
     del tail
 
 
+def _enter_workdir() -> None:
+    """In the sandbox: copy the submission's files (read-only) into the private /tmp and work there."""
+    seed, work = os.environ.get("COURSE_RUNNER_SEED"), os.environ.get("COURSE_RUNNER_WORK")
+    if seed and work:
+        import shutil
+
+        shutil.copytree(seed, work, dirs_exist_ok=True)
+        os.chdir(work)
+
+
 def main() -> int:
+    _enter_workdir()
     _course_paths_first()
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")

@@ -4,13 +4,15 @@ With bubblewrap (``--sandbox auto`` where it works, or ``bwrap``):
 
 * a user namespace with **every capability dropped**, so even when grading runs as root the code
   inside cannot mount, unmount or remount anything;
-* its own mount, PID, IPC, UTS and network namespaces: no network; a private, empty ``/tmp``;
-  processes it starts die with it (the namespace's first process is killed with the runner);
+* its own mount, PID, IPC, UTS and network namespaces: no network; a private ``/tmp`` in memory,
+  capped at 512 MB (bubblewrap 0.8+), which is all it can write to; processes it starts die with it
+  (the namespace's first process is killed with the runner);
 * the file system read-only, with the grading output, the submissions, the solutions and the
   course repository hidden; the Python environment (wherever it lives: a ``.venv`` inside the
   repository, a venv under ``/tmp``, conda) and the course packages bound back read-only;
-* a scratch folder holding only the submission's own regular files (no links, no devices, nothing
-  that would shadow the course's packages) as the working folder and ``HOME``.
+* the submission's own regular files (no links, no devices, nothing that would shadow the course's
+  packages), bound read-only and copied by the runner into ``/tmp/work``, its working folder and
+  ``HOME``: nothing a submission writes reaches the host's disk.
 
 Always (with or without bubblewrap): limits on memory (address space), CPU time, file size and core
 dumps, a new session, and a process-group kill when the notebook is done.
@@ -46,6 +48,10 @@ class SandboxUnavailable(RuntimeError):
 
 
 _BWRAP_WORKS: bool | None = None
+_BWRAP_SIZES: bool | None = None
+SANDBOX_TMP_BYTES = 512 * 1024 * 1024   # the private /tmp (memory-backed): the student's files and whatever they write
+INSIDE_SEED = "/tmp/submission"         # the submission's files, read-only, as the runner finds them
+INSIDE_WORK = "/tmp/work"               # the runner's working folder and HOME: a copy of them
 
 
 def bwrap_available() -> bool:
@@ -58,6 +64,16 @@ def bwrap_available() -> bool:
              "--dev", "/dev", "--proc", "/proc", "true"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     return _BWRAP_WORKS
+
+
+def bwrap_sizes_tmpfs() -> bool:
+    """Whether this bubblewrap can cap a tmpfs (``--size``, bubblewrap 0.8 and newer)."""
+    global _BWRAP_SIZES
+    if _BWRAP_SIZES is None:
+        _BWRAP_SIZES = bwrap_available() and subprocess.run(
+            ["bwrap", "--unshare-user", "--ro-bind", "/", "/", "--size", "1048576", "--tmpfs", "/tmp", "true"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    return _BWRAP_SIZES
 
 
 def use_bwrap(limits: Limits) -> bool:
@@ -90,8 +106,11 @@ def python_environment_paths() -> list[Path]:
 
 
 def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
+    # /tmp is private and memory-backed; capped where bubblewrap can, so that writing files cannot
+    # exhaust the machine's memory (the address-space limit does not count tmpfs pages).
+    tmp = (["--size", str(SANDBOX_TMP_BYTES)] if bwrap_sizes_tmpfs() else []) + ["--tmpfs", "/tmp"]
     args = ["bwrap", "--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+            "--proc", "/proc", *tmp, "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--die-with-parent"]
     hidden = sorted({p.resolve() for p in hide if p.exists()}, key=lambda p: len(p.parts))
     for path in hidden:
@@ -103,7 +122,9 @@ def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
             continue
         if Path("/tmp") in path.parents or any(h == path or h in path.parents for h in hidden):
             args += ["--ro-bind", str(path), str(path)]
-    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch)]
+    # The submission's files come in read-only; the runner works on a copy inside the private /tmp,
+    # so nothing it writes reaches the host's disk.
+    args += ["--ro-bind", str(scratch), INSIDE_SEED, "--chdir", "/tmp"]
     return args
 
 
@@ -171,33 +192,39 @@ def _limit_resources(limits: Limits):
     return apply
 
 
-def child_environment(scratch: Path) -> dict[str, str]:
+def child_environment(scratch: Path, seeded: bool = False) -> dict[str, str]:
+    """The runner's environment; ``seeded``: it copies ``INSIDE_SEED`` to ``INSIDE_WORK`` and works there."""
+    home = Path(INSIDE_WORK) if seeded else scratch
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("JPY_", "JUPYTER_", "NBGRADER_", "COURSE_GRADER_", "PYTHONSTARTUP"))}
     env.update({
-        "HOME": str(scratch),
+        "HOME": str(home),
         "COURSE_OFFLINE": "1",
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(scratch / ".matplotlib"),
-        "IPYTHONDIR": str(scratch / ".ipython"),
+        "MPLCONFIGDIR": str(home / ".matplotlib"),
+        "IPYTHONDIR": str(home / ".ipython"),
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
         "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
         "NBGRADER_EXECUTION": "autograde",
     })
+    if seeded:
+        env["COURSE_RUNNER_SEED"] = INSIDE_SEED
+        env["COURSE_RUNNER_WORK"] = INSIDE_WORK
     return env
 
 
 def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subprocess.Popen:
     """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says."""
     command = [sys.executable, "-m", "autograder.runner"]
-    if use_bwrap(limits):
+    isolated = use_bwrap(limits)
+    if isolated:
         command = _bwrap_prefix(scratch, list(hide)) + command
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=scratch,
-                            env=child_environment(scratch), start_new_session=True,
+                            env=child_environment(scratch, seeded=isolated), start_new_session=True,
                             preexec_fn=_limit_resources(limits))
 
 

@@ -9,6 +9,7 @@ import pytest
 from autograder import submissions
 from autograder.grading import grade
 from autograder.sandbox import Limits
+from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,7 @@ def graded(tmp_path_factory):
     submissions.write(answer(assignment, root), subs / "wrong_folder" / "99_nothing" / "fixture.ipynb")
     out = root / "out"
     rows = grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
-                 limits=Limits(cell_timeout_s=15, notebook_timeout_s=120))
+                 limits=Limits(cell_timeout_s=15, notebook_timeout_s=120, sandbox=TEST_SANDBOX))
     return {r.student_id: r for r in rows}, out
 
 
@@ -96,7 +97,7 @@ def test_grading_is_deterministic(tmp_path):
             "    return 2 * x if heads else 3 * x\n")
     for student in ("coin_a", "coin_b"):
         submissions.write(answer(assignment, root, coin), subs / student / "01_fixture" / "fixture.ipynb")
-    limits = Limits(cell_timeout_s=30, notebook_timeout_s=120)
+    limits = Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX)
     runs = [[(r.student_id, r.score, r.status) for r in grade(subs, tmp_path / f"out{i}", workers=2, progress=False,
                                                               solutions_dir=root / "solutions", limits=limits)]
             for i in range(2)]

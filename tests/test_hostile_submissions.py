@@ -23,7 +23,9 @@ from autograder.grading import grade
 from autograder.sandbox import Limits, bwrap_available
 from fixture_course import answer, make_course
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not bwrap_available(), reason="the attacks need the bubblewrap sandbox "
+                                 "(apt-get install bubblewrap); without it grading must be run with --sandbox none")]
 
 WRONG = "import torch\ndef double(x):\n    return 3 * x\n"
 
@@ -115,6 +117,9 @@ KERNEL_REWRITES = {
     "names_built_at_run_time": ("import importlib\nmod = importlib.import_module('utils.' + 'che' + 'cks')\n"
                                 "vars(mod)['assert_' + 'close'] = lambda *a, **k: None\n"
                                 "vars(mod)['assert_' + 'tensor'] = lambda *a, **k: None\n"),
+    "fills_the_disk": ("import os\nfor folder in ('.', '/tmp', os.path.expanduser('~')):\n    for i in range(40):\n"
+                       "        try:\n            with open(os.path.join(folder, f'junk{i}'), 'wb') as f:\n"
+                       "                f.write(b'0' * (100 * 2 ** 20))\n        except OSError:\n            break\n"),
     "forged_replies": ("import os\nfor fd in range(3, 40):\n    try:\n        os.write(fd, b'[]\\n{\"id\": 1}\\nnot json\\n')\n"
                        "    except OSError:\n        pass\n"),
 }
