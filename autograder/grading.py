@@ -478,12 +478,12 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
                 sources[assignment_name] = conventions.read_notebook(assignment.source_path)
                 _RELEASE_TEXT[assignment_name] = {c.source for c in releases[assignment_name].cells}
             release = releases[assignment_name]
+            nb, notes = read_submission(folder, assignment)   # refuses links before anything is copied
             target = root / "submitted" / student_id / assignment_name
             if target.exists():
                 shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
             target.mkdir(parents=True)
             copy_submission_files(folder, target)
-            nb, notes = read_submission(folder, assignment)
             nb, repaired = repair_submission(nb, release)
             row.detail = "; ".join(notes + repaired)
             row.flags = "; ".join(sorted({f for s in _answer_sources(nb, release) for f in flags_for(s)}))
