@@ -251,7 +251,7 @@ class Session:
         limit_s = limit_s or self.limits.cell_timeout_s
         try:
             if not self.alive():
-                self.restart() if self.process is not None or self.restarts else self.start()
+                self.restart()
             reply = self.connection.request({"op": "run", "source": source}, limit_s)
         except RunnerGone as gone:
             outcome.trouble, outcome.message = gone.status, str(gone)

@@ -32,9 +32,7 @@ def _course_paths_first() -> None:
     """The working folder (the student's files) goes last on sys.path: it can add modules, never
     shadow the course's packages or the libraries."""
     cwd = os.getcwd()
-    tail = [p for p in sys.path if p in ("", ".", cwd)]
     sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)] + [cwd]
-    del tail
 
 
 def _enter_workdir() -> None:

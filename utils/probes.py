@@ -163,6 +163,10 @@ def parameters(module) -> dict:
     """``{name: tensor}`` for the module's named parameters (detached copies)."""
     if not _is_local():
         return _judge.probe("parameters", module, (), {})
+    return _parameters_here(module)
+
+
+def _parameters_here(module) -> dict:
     return {name: p.detach().clone() for name, p in module.named_parameters()}
 
 
@@ -170,6 +174,10 @@ def num_parameters(module) -> int:
     """The number of scalar parameters in the module (shared tensors counted once)."""
     if not _is_local():
         return _judge.probe("num_parameters", module, (), {})
+    return _num_parameters_here(module)
+
+
+def _num_parameters_here(module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
@@ -196,6 +204,6 @@ KERNEL_SIDE = {
     "gradients": lambda fn, args, kwargs, grad_output=None: _gradients_here(fn, args, kwargs, grad_output),
     "traced_call": lambda fn, args, kwargs: _traced_call_here(fn, args, kwargs),
     "make": lambda name, args, kwargs: _make_here(name, args, dict(kwargs)),
-    "parameters": lambda module, args, kwargs: {n: p.detach().clone() for n, p in module.named_parameters()},
-    "num_parameters": lambda module, args, kwargs: sum(p.numel() for p in module.parameters()),
+    "parameters": lambda module, args, kwargs: _parameters_here(module),
+    "num_parameters": lambda module, args, kwargs: _num_parameters_here(module),
 }
