@@ -24,7 +24,13 @@ is split evenly across processes, so the run is the same as a single process wit
     torchrun --standalone --nproc_per_node=2 benchmarks/train_gpt.py --config tiny --device cpu
 
 Timings depend on what else the machine is doing: run it on a quiet machine (``uptime`` first) and
-compare like with like. ``--json PATH`` writes every figure and the loss curve to a file.
+compare like with like, e.g. against a reference implementation run just before or after on the same
+machine. ``--json PATH`` writes every figure and the loss curve to a file.
+
+Where the time goes: ``--profile 20`` prints PyTorch's profile of 20 steps after the warm-up (left out
+of tokens/s), and every run ends with the *matmul floor*, the time the step's matrix products take on
+their own at the model's shapes, so a tokens/s figure can be read as a fraction of what this machine
+allows at this dtype.
 """
 
 from __future__ import annotations
@@ -241,6 +247,53 @@ def peak_flops(device, cfg: Config, override_tflops: float | None) -> tuple[floa
     return 2 * 1024**3 / best, f"measured 1024x1024 float32 matmul, {torch.get_num_threads()} threads"
 
 
+def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float:
+    """How long one training step's matrix products take on their own, at the model's shapes.
+
+    Every ``nn.Linear`` costs three products per step (forward ``x @ W.T``, and backward ``dY @ W`` and
+    ``dY.T @ x``), and attention six batched ones per layer (``Q K^T`` and ``A V`` forward, four more
+    backward). Each is timed alone (best of five) and the times are added: no fusing, overlap or
+    overhead-cutting can make a step faster than this at this dtype and thread count, so it turns the
+    tokens/s of a run into a fraction of what this machine allows.
+    """
+    def best_time(fn) -> float:
+        for _ in range(3):
+            fn()
+        best = float("inf")
+        for _ in range(5):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            start = time.perf_counter()
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    def product(a_shape, b_shape, transpose_b=False) -> float:
+        a = torch.randn(a_shape, device=device, dtype=dtype)
+        b = torch.randn(b_shape, device=device, dtype=dtype)
+        b = b.transpose(-2, -1) if transpose_b else b
+        return best_time(lambda: torch.matmul(a, b))
+
+    rows = batch * cfg.block_size
+    cache: dict[tuple, float] = {}
+    total = 0.0
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            n_out, n_in = module.weight.shape
+            key = (n_out, n_in)
+            if key not in cache:
+                cache[key] = (product((rows, n_in), (n_out, n_in), transpose_b=True)  # x @ W.T
+                              + product((rows, n_out), (n_out, n_in))                # dY @ W
+                              + product((n_out, rows), (rows, n_in)))                # dY.T @ x
+            total += cache[key]
+    heads, head_size, t = batch * cfg.n_head, cfg.n_embd // cfg.n_head, cfg.block_size
+    per_layer = 3 * (product((heads, t, head_size), (heads, head_size, t))   # Q K^T and its two gradients
+                     + product((heads, t, t), (heads, t, head_size)))       # A V and its two gradients
+    return total + cfg.n_layer * per_layer
+
+
 def peak_memory_mb(device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
@@ -262,6 +315,9 @@ def parse_args(argv=None) -> tuple[Config, argparse.Namespace]:
     parser.add_argument("--peak-tflops", type=float, default=None, help="peak FLOP/s for MFU (default: see docs)")
     parser.add_argument("--json", type=Path, default=None, help="write the results and the loss curve here")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="profile this many steps after the warm-up and print where their time went "
+                             "(those steps are left out of tokens/s)")
     args = parser.parse_args(argv)
     cfg = Config(**asdict(PRESETS[args.config]))
     for name in asdict(cfg):
@@ -326,8 +382,14 @@ def main(argv=None) -> dict:
     tokens = 0
     # Throughput leaves out the first steps (torch.compile compiles there, caches warm up).
     skip = min(10, cfg.max_iters // 2)
-    steady_seconds, steady_tokens = 0.0, 0
+    steady_seconds, steady_tokens, timed_steps = 0.0, 0, 0
+    profiler = None
     for step in range(cfg.max_iters):
+        if args.profile and step == skip:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU] + (
+                [torch.profiler.ProfilerActivity.CUDA] if device.type == "cuda" else []))
+            profiler.start()
+        profiling = profiler is not None and step < skip + args.profile
         start = time.perf_counter()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, cfg)
@@ -354,9 +416,15 @@ def main(argv=None) -> dict:
             torch.cuda.synchronize(device)
         train_seconds += time.perf_counter() - start
         tokens += cfg.batch_size * cfg.block_size
-        if step >= skip:
+        if profiling and step == min(skip + args.profile, cfg.max_iters) - 1:
+            profiler.stop()
+            if rank == 0:
+                sort_by = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+                print(profiler.key_averages().table(sort_by=sort_by, row_limit=20), flush=True)
+        if step >= skip and not profiling:
             steady_seconds += time.perf_counter() - start
             steady_tokens += cfg.batch_size * cfg.block_size
+            timed_steps += 1
         if (step + 1) % cfg.log_interval == 0 and log_now:
             say(f"step {step + 1:5d}  loss {losses[-1]:.4f}  lr {learning_rate(step, cfg):.2e}  "
                 f"{tokens / train_seconds:,.0f} tokens/s")
@@ -366,14 +434,16 @@ def main(argv=None) -> dict:
     train_loss = estimate_loss(model, train_data, cfg, cfg.eval_iters, 0, device, autocast)
     val_loss = estimate_loss(model, val_data, cfg, cfg.eval_iters, 1, device, autocast)
     wall = time.perf_counter() - wall_start
-    tokens_per_second = steady_tokens / steady_seconds
+    tokens_per_second = steady_tokens / steady_seconds if steady_seconds else float("nan")
+    floor = matmul_floor_seconds(model, cfg, local_batch, device, amp_dtype or torch.float32)
     checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
     result = {
         "config": asdict(cfg), "processes": world, "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU",
         "parameters": sum(p.numel() for p in model.parameters()),
-        "tokens_per_second": tokens_per_second, "train_seconds": train_seconds, "wall_seconds": wall,
+        "tokens_per_second": tokens_per_second, "timed_steps": timed_steps, "train_seconds": train_seconds, "wall_seconds": wall,
         "mfu": per_token * tokens_per_second / peak, "peak_flops": peak, "peak_source": peak_source,
+        "matmul_floor_ms": 1e3 * floor, "tokens_per_second_ceiling": cfg.batch_size * cfg.block_size / floor,
         "peak_memory_mb": peak_memory_mb(device), "train_loss": train_loss, "val_loss": val_loss,
         "loss_curve": losses, "parameter_checksum": checksum, "load_average": os.getloadavg(),
     }
@@ -382,6 +452,9 @@ def main(argv=None) -> dict:
               f"({peak_source}) | peak memory {result['peak_memory_mb']:,.0f} MiB | "
               f"train loss {train_loss:.4f} | val loss {val_loss:.4f} | wall {wall:.1f} s "
               f"(training {train_seconds:.1f} s) | load average {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"matmul floor {result['matmul_floor_ms']:.1f} ms/step: the step's matrix products alone, at the model's "
+              f"shapes, allow at most {result['tokens_per_second_ceiling']:,.0f} tokens/s here; this run reached "
+              f"{100 * tokens_per_second / result['tokens_per_second_ceiling']:.0f} % of that", flush=True)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1))
     if distributed:

@@ -41,8 +41,25 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_pat
         assert abs(a - b) < 1e-4, f"step {step}: one process {a:.6f}, two processes {b:.6f}"
     assert abs(single["parameter_checksum"] - ddp["parameter_checksum"]) < 1e-6 * abs(single["parameter_checksum"]) + 1e-4
     assert abs(single["val_loss"] - ddp["val_loss"]) < 1e-4
-    for key in ("tokens_per_second", "mfu", "peak_memory_mb", "train_loss", "val_loss", "wall_seconds"):
+    for key in ("tokens_per_second", "mfu", "peak_memory_mb", "train_loss", "val_loss", "wall_seconds",
+                "matmul_floor_ms", "tokens_per_second_ceiling"):
         assert single[key] == single[key] and single[key] > 0, key  # present, not NaN, positive
+
+
+def test_profile_prints_where_the_time_went_and_keeps_those_steps_out_of_tokens_per_second(tmp_path):
+    out = tmp_path / "profiled.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", COURSE_OFFLINE="1", PYTHONPATH=str(ROOT))
+    completed = subprocess.run([sys.executable, str(SCRIPT), "--config", "tiny", "--device", "cpu", "--max-iters", "12",
+                                "--profile", "2", "--json", str(out)], cwd=ROOT, env=env, capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert "aten::mm" in completed.stdout and "Self CPU time total" in completed.stdout, completed.stdout[-3000:]
+    assert "matmul floor" in completed.stdout
+    result = json.loads(out.read_text())
+    # 12 steps, the first 6 are warm-up, 2 are profiled: tokens/s comes from the other 4.
+    assert result["timed_steps"] == 4, result["timed_steps"]
+    assert result["tokens_per_second"] > 0 and result["tokens_per_second_ceiling"] > 0
+    assert len(result["loss_curve"]) == 12
 
 
 @pytest.fixture
