@@ -289,8 +289,10 @@ def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float
                               + product((n_out, rows), (rows, n_in)))                # dY.T @ x
             total += cache[key]
     heads, head_size, t = batch * cfg.n_head, cfg.n_embd // cfg.n_head, cfg.block_size
-    per_layer = 3 * (product((heads, t, head_size), (heads, head_size, t))   # Q K^T and its two gradients
-                     + product((heads, t, t), (heads, t, head_size)))       # A V and its two gradients
+    # Forward S = Q K^T and Y = A V; backward dA = dY V^T (shaped like S), and dV = A^T dY, dQ = dS K and
+    # dK = dS^T Q (shaped like Y).
+    per_layer = (2 * product((heads, t, head_size), (heads, head_size, t))
+                 + 4 * product((heads, t, t), (heads, t, head_size)))
     return total + cfg.n_layer * per_layer
 
 
