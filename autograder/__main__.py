@@ -58,17 +58,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "grade":
         from .grading import format_table, grade
-        from .sandbox import Limits
+        from .sandbox import Limits, RunnerCannotStart, SandboxUnavailable
 
         if args.workers < 1:
             parser.error("--workers must be at least 1")
+        if args.memory_mb < 1024:
+            parser.error(f"--memory-mb {args.memory_mb} is too small: Python with PyTorch needs about 768 MB of "
+                         "address space before a notebook runs; give at least 1024 (default 4096)")
         if not args.submissions.is_dir():
             parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
         limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                         memory_mb=args.memory_mb, sandbox=args.sandbox)
-        rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
-                     students=set(args.student) if args.student else None,
-                     assignments=set(args.assignment) if args.assignment else None)
+        try:
+            rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
+                         students=set(args.student) if args.student else None,
+                         assignments=set(args.assignment) if args.assignment else None)
+        except (SandboxUnavailable, RunnerCannotStart) as error:
+            print(f"grade: {error}", file=sys.stderr)
+            return 1
         print(format_table(rows))
         print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
         return 0
@@ -81,8 +88,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "demo":
         from .demo import run_demo
+        from .sandbox import RunnerCannotStart, SandboxUnavailable
 
-        return run_demo(args.out, args.workers)
+        try:
+            return run_demo(args.out, args.workers)
+        except (SandboxUnavailable, RunnerCannotStart) as error:
+            print(f"demo: {error}", file=sys.stderr)
+            return 1
     return 2
 
 

@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import html
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -49,7 +50,7 @@ from .course_directory import course_config, link_sources, make_api
 from .flags import flags_for
 from .judge import error_output, sign
 from .repair import repair
-from .sandbox import Limits, copy_submission_files, use_bwrap
+from .sandbox import Limits, check_runner_starts, copy_submission_files, use_bwrap, with_course_on_path
 from .setup_cell import SETUP_GRADE_ID
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
@@ -259,7 +260,8 @@ def run_judge(payload: dict, limits: Limits) -> dict:
     key = secrets.token_bytes(32)
     message = json.dumps(dict(payload, key=key.hex()))
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                               env=with_course_on_path(dict(os.environ)))
     try:
         out, _ = process.communicate(message.encode("utf-8"), timeout=limits.notebook_timeout_s + 60)
     except subprocess.TimeoutExpired:
@@ -431,6 +433,8 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     if not submissions_dir.is_dir():
         raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
     use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
+    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
+    check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
     root = out_dir / "course"
     db_path = out_dir / "gradebook.db"
     link_sources(root, Path(solutions_dir))
@@ -446,7 +450,6 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     jobs: list[Job] = []
     releases: dict[str, object] = {}
     sources: dict[str, object] = {}
-    hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
 
     for student_id, assignment_name, folder in discover(submissions_dir):
         key = (student_id, assignment_name)

@@ -47,6 +47,10 @@ class SandboxUnavailable(RuntimeError):
     """bubblewrap is missing or cannot make namespaces here, and ``--sandbox none`` was not chosen."""
 
 
+class RunnerCannotStart(RuntimeError):
+    """The student's process cannot start here at all (a problem of this machine, not of a submission)."""
+
+
 _BWRAP_WORKS: bool | None = None
 _BWRAP_SIZES: bool | None = None
 SANDBOX_TMP_BYTES = 512 * 1024 * 1024   # the private /tmp (memory-backed): the student's files and whatever they write
@@ -103,6 +107,64 @@ def python_environment_paths() -> list[Path]:
         if entry and Path(entry).is_dir() and Path(entry).resolve() != Path.cwd().resolve():
             paths.add(Path(entry))
     return sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
+
+
+def course_import_paths() -> list[str]:
+    """The folders holding the ``autograder`` and ``utils`` packages this process imported.
+
+    The judge and the runner get them first on ``PYTHONPATH``, so they import the same course code as
+    the grader whatever the working folder, even when the install Python knows of is stale (an
+    editable install of a checkout that has moved) or missing (grading straight from a checkout).
+    """
+    import autograder
+    import utils
+
+    paths: list[str] = []
+    for package in (autograder, utils):
+        parent = str(Path(package.__file__).resolve().parent.parent)
+        if parent not in paths:
+            paths.append(parent)
+    return paths
+
+
+def with_course_on_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``course_import_paths()`` at the front of ``PYTHONPATH``."""
+    rest = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    paths = course_import_paths()
+    return dict(env, PYTHONPATH=os.pathsep.join(paths + [entry for entry in rest if entry not in paths]))
+
+
+def check_runner_starts(limits: Limits, hide: list[Path],
+                        command: list[str] | None = None) -> None:
+    """Start the runner's Python once, sandboxed as it will be, and raise ``RunnerCannotStart`` with its
+    error if it cannot import what it needs, so that a broken machine stops grading with the reason
+    instead of failing every submission in turn."""
+    import tempfile
+
+    command = command or [sys.executable, "-c", "import autograder.runner"]  # quick: no torch yet
+    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
+        scratch = Path(tmp)
+        isolated = use_bwrap(limits)
+        if isolated:
+            command = _bwrap_prefix(scratch, list(hide)) + command
+        try:
+            completed = subprocess.run(command, cwd=scratch, env=child_environment(scratch, seeded=isolated),
+                                       capture_output=True, text=True, timeout=120,
+                                       preexec_fn=_limit_resources(limits))
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise RunnerCannotStart(f"the student's process could not start here: {error}") from error
+    if completed.returncode != 0:
+        lines = [line for line in (completed.stderr or completed.stdout).strip().splitlines() if line.strip()]
+        reason = lines[-1] if lines else f"exit status {completed.returncode}"
+        if "MemoryError" in reason:
+            advice = (f"The memory limit ({limits.memory_mb} MB, --memory-mb) is too small for Python and "
+                      "PyTorch to start; raise it.")
+        elif "ImportError" in reason or "ModuleNotFoundError" in reason:
+            advice = ("Install the course and its packages in the Python that runs the grader "
+                      "(python -m pip install -e . in the course folder).")
+        else:
+            advice = "Fix that first; with --sandbox none the same check runs without bubblewrap."
+        raise RunnerCannotStart(f"the student's process cannot start here, so nothing was graded: {reason}. {advice}")
 
 
 def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
@@ -211,6 +273,7 @@ def child_environment(scratch: Path, seeded: bool = False) -> dict[str, str]:
         "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
         "NBGRADER_EXECUTION": "autograde",
     })
+    env = with_course_on_path(env)
     if seeded:
         env["COURSE_RUNNER_SEED"] = INSIDE_SEED
         env["COURSE_RUNNER_WORK"] = INSIDE_WORK

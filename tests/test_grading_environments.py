@@ -21,6 +21,7 @@ import pytest
 from autograder import conventions, sandbox, submissions
 from autograder.grading import grade
 from autograder.sandbox import Limits, SandboxUnavailable, bwrap_available
+from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
 pytestmark = pytest.mark.slow
@@ -118,3 +119,27 @@ def test_no_process_outlives_its_notebook_without_the_sandbox(tmp_path):
     size = marker.stat().st_size
     time.sleep(3)
     assert marker.stat().st_size == size, "a process started by the submission kept running after its notebook was graded"
+
+
+def test_a_machine_where_the_student_process_cannot_start_stops_grading_with_the_reason(tmp_path):
+    """A broken machine (the course not importable in the sandbox, too little memory) must not hand
+    every student an error in turn: grading stops before anything is written, and says what to fix."""
+    limits = Limits(sandbox=TEST_SANDBOX)
+    sandbox.check_runner_starts(limits, [])  # this machine is fine
+    with pytest.raises(sandbox.RunnerCannotStart) as raised:
+        sandbox.check_runner_starts(limits, [], command=[sys.executable, "-c", "import no_such_course_package"])
+    message = str(raised.value)
+    assert "nothing was graded" in message and "No module named 'no_such_course_package'" in message, message
+    assert "pip install -e ." in message, message
+    with pytest.raises(sandbox.RunnerCannotStart) as raised:
+        sandbox.check_runner_starts(limits, [], command=[sys.executable, "-c", "x = bytearray(2**40)"])
+    assert "MemoryError" in str(raised.value) and "--memory-mb" in str(raised.value), str(raised.value)
+
+
+def test_the_grade_command_refuses_a_memory_limit_pytorch_cannot_start_in(tmp_path):
+    (tmp_path / "submissions").mkdir()
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "submissions"), "--out",
+                           str(tmp_path / "out"), "--memory-mb", "100"], capture_output=True, text=True,
+                          cwd=conventions.REPO_ROOT, timeout=120)
+    assert done.returncode == 2 and "--memory-mb" in done.stderr and "1024" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
