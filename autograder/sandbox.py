@@ -144,12 +144,9 @@ def check_runner_starts(limits: Limits, hide: list[Path],
     command = command or [sys.executable, "-c", "import autograder.runner"]  # quick: no torch yet
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
         scratch = Path(tmp)
-        isolated = use_bwrap(limits)
-        if isolated:
-            command = _bwrap_prefix(scratch, list(hide)) + command
+        command, env = _sandboxed(command, scratch, limits, hide)
         try:
-            completed = subprocess.run(command, cwd=scratch, env=child_environment(scratch, seeded=isolated),
-                                       capture_output=True, text=True, timeout=120,
+            completed = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=120,
                                        preexec_fn=_limit_resources(limits))
         except (OSError, subprocess.TimeoutExpired) as error:
             raise RunnerCannotStart(f"the student's process could not start here: {error}") from error
@@ -280,15 +277,19 @@ def child_environment(scratch: Path, seeded: bool = False) -> dict[str, str]:
     return env
 
 
-def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subprocess.Popen:
-    """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says."""
-    command = [sys.executable, "-m", "autograder.runner"]
+def _sandboxed(command: list[str], scratch: Path, limits: Limits, hide: list[Path]) -> tuple[list[str], dict[str, str]]:
+    """``command`` wrapped as ``limits.sandbox`` says, and the environment it runs with."""
     isolated = use_bwrap(limits)
     if isolated:
         command = _bwrap_prefix(scratch, list(hide)) + command
+    return command, child_environment(scratch, seeded=isolated)
+
+
+def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subprocess.Popen:
+    """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says."""
+    command, env = _sandboxed([sys.executable, "-m", "autograder.runner"], scratch, limits, hide)
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=scratch,
-                            env=child_environment(scratch, seeded=isolated), start_new_session=True,
-                            preexec_fn=_limit_resources(limits))
+                            env=env, start_new_session=True, preexec_fn=_limit_resources(limits))
 
 
 def kill_group(process: subprocess.Popen) -> None:

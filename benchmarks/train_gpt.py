@@ -227,6 +227,22 @@ def flops_per_token(model, cfg: Config) -> float:
     return 6 * n + 12 * cfg.n_layer * cfg.n_embd * cfg.block_size
 
 
+def best_time(fn, device, warmup: int = 3, repeats: int = 5) -> float:
+    """The fastest of ``repeats`` timed calls of ``fn`` after ``warmup`` untimed ones (GPU work waited for)."""
+    for _ in range(warmup):
+        fn()
+    best = float("inf")
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def peak_flops(device, cfg: Config, override_tflops: float | None) -> tuple[float, str]:
     if override_tflops:
         return override_tflops * 1e12, "given on the command line"
@@ -239,12 +255,7 @@ def peak_flops(device, cfg: Config, override_tflops: float | None) -> tuple[floa
         return float("nan"), f"unknown GPU {name}"
     # CPU: no datasheet figure to trust, so measure what float32 matmul reaches here, with these threads.
     a = torch.randn(1024, 1024)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        a @ a
-        best = min(best, time.perf_counter() - start)
-    return 2 * 1024**3 / best, f"measured 1024x1024 float32 matmul, {torch.get_num_threads()} threads"
+    return 2 * 1024**3 / best_time(lambda: a @ a, device, warmup=0), f"measured 1024x1024 float32 matmul, {torch.get_num_threads()} threads"
 
 
 def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float:
@@ -256,25 +267,11 @@ def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float
     overhead-cutting can make a step faster than this at this dtype and thread count, so it turns the
     tokens/s of a run into a fraction of what this machine allows.
     """
-    def best_time(fn) -> float:
-        for _ in range(3):
-            fn()
-        best = float("inf")
-        for _ in range(5):
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            start = time.perf_counter()
-            fn()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            best = min(best, time.perf_counter() - start)
-        return best
-
     def product(a_shape, b_shape, transpose_b=False) -> float:
         a = torch.randn(a_shape, device=device, dtype=dtype)
         b = torch.randn(b_shape, device=device, dtype=dtype)
         b = b.transpose(-2, -1) if transpose_b else b
-        return best_time(lambda: torch.matmul(a, b))
+        return best_time(lambda: torch.matmul(a, b), device)
 
     rows = batch * cfg.block_size
     cache: dict[tuple, float] = {}
