@@ -84,20 +84,32 @@ def cpu_budget_seconds(nb) -> float:
 
 @dataclass
 class Exercise:
-    """A solution cell and the indices of its two test cells in the notebook."""
+    """A solution cell and the indices of its test cells in the notebook.
+
+    ``hidden_index`` is the core hidden cell ``test_<name>_hidden``; ``hidden_part_indices`` are the
+    further hidden cells ``test_<name>_hidden_<part>`` (edge clauses, errors raised, ...) that carry
+    their own points, so partial credit follows what is right.
+    """
 
     name: str
     solution_index: int
     visible_index: int | None = None
     hidden_index: int | None = None
+    hidden_part_indices: list[int] = field(default_factory=list)
     test_indices: list[int] = field(default_factory=list)
+
+    @property
+    def hidden_indices(self) -> list[int]:
+        """Every hidden test cell of the exercise, the core one first."""
+        return ([self.hidden_index] if self.hidden_index is not None else []) + self.hidden_part_indices
 
 
 def exercises(nb) -> list[Exercise]:
     """The exercises of a source notebook, in order, with their test cells.
 
-    The tests of exercise ``x`` are the graded cells ``test_x`` (visible) and ``test_x_hidden``
-    (hidden), which come after the solution cell ``x`` and before the next solution cell.
+    The tests of exercise ``x`` are the graded cells ``test_x`` (visible), ``test_x_hidden`` (the
+    core hidden tests) and any ``test_x_hidden_<part>`` (hidden tests of one clause, scored
+    separately), which come after the solution cell ``x`` and before the next solution cell.
     """
     found: list[Exercise] = []
     for index, cell in enumerate(nb.cells):
@@ -110,6 +122,8 @@ def exercises(nb) -> list[Exercise]:
                 current.visible_index = index
             elif gid == f"test_{current.name}_hidden":
                 current.hidden_index = index
+            elif gid.startswith(f"test_{current.name}_hidden_"):
+                current.hidden_part_indices.append(index)
             else:
                 continue
             current.test_indices.append(index)

@@ -9,9 +9,25 @@ folder (``OUT/course``) so that a grading run never writes into the repository. 
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from traitlets.config import Config
+
+
+def put_scripts_on_path() -> None:
+    """Put this Python's scripts folder first on ``PATH``.
+
+    nbgrader opens every gradebook by running the ``alembic`` command it finds on ``PATH``; with a
+    venv that is not activated (``.venv/bin/python -m autograder grade ...``) that folder is not on
+    ``PATH``, and every gradebook would fail to open. ``sys.executable``'s folder is not resolved:
+    in a venv it is the venv's ``bin``, where pip put ``alembic``.
+    """
+    scripts = str(Path(sys.executable).parent)
+    entries = os.environ.get("PATH", "").split(os.pathsep)
+    if entries[:1] != [scripts]:
+        os.environ["PATH"] = os.pathsep.join([scripts] + [e for e in entries if e and e != scripts])
 
 
 def course_config(root: Path, db_path: Path, *, course_id: str = "transformer-course") -> Config:
@@ -37,6 +53,7 @@ def make_api(config: Config):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
+    put_scripts_on_path()
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 

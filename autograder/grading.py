@@ -46,7 +46,7 @@ import nbformat.reader
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import conventions
-from .course_directory import course_config, link_sources, make_api
+from .course_directory import course_config, link_sources, make_api, put_scripts_on_path
 from .flags import flags_for
 from .judge import error_output, sign
 from .repair import repair
@@ -428,6 +428,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     """
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
+    put_scripts_on_path()  # nbgrader opens gradebooks with the `alembic` command (venv not activated)
     submissions_dir = Path(submissions_dir).resolve()
     out_dir = Path(out_dir).resolve()
     if not submissions_dir.is_dir():

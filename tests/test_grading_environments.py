@@ -48,6 +48,24 @@ def _course_with_two_students(root: Path) -> None:
                       root / "submitted" / "wrong" / "01_fixture" / "fixture.ipynb")
 
 
+def _venv_over_the_running_environment(venv: Path) -> None:
+    """A new venv that imports the packages of the environment running the tests.
+
+    ``--system-site-packages`` would show the *base* interpreter's packages, which in a maintainer's
+    venv lack nbgrader and the course: the new venv gets a ``.pth`` file that adds the running
+    environment's site-packages instead (``site.addsitedir``, so their own ``.pth`` files, the
+    editable install's among them, are read too).
+    """
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    found = subprocess.run([str(venv / "bin" / "python"), "-c", "import site; print(site.getsitepackages()[0])"],
+                           capture_output=True, text=True, check=True)
+    outer = [path for path in site.getsitepackages() if Path(path).is_dir()]
+    lines = [f"import site; site.addsitedir({path!r})" for path in outer]
+    (Path(found.stdout.strip()) / "_running_environment.pth").write_text("\n".join(lines) + "\n")
+
+
 @needs_bwrap
 @pytest.mark.parametrize("where", ["inside the repository", "under /tmp"])
 def test_grading_from_a_virtual_environment(where, tmp_path):
@@ -56,7 +74,7 @@ def test_grading_from_a_virtual_environment(where, tmp_path):
     else:
         venv = Path("/tmp") / f"course-venv-test-{os.getpid()}"
     try:
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+        _venv_over_the_running_environment(venv)
         _course_with_two_students(tmp_path)
         done = subprocess.run([str(venv / "bin" / "python"), "-c", GRADE_SCRIPT, str(tmp_path)],
                               capture_output=True, text=True, timeout=900, cwd=conventions.REPO_ROOT)

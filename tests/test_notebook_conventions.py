@@ -64,15 +64,17 @@ def test_every_exercise_has_visible_and_hidden_tests(nb):
         assert exercise.visible_index is not None, f"{exercise.name}: no visible test cell 'test_{exercise.name}'"
         assert exercise.hidden_index is not None, f"{exercise.name}: no hidden test cell 'test_{exercise.name}_hidden'"
         visible = nb.cells[exercise.visible_index].source
-        hidden = nb.cells[exercise.hidden_index].source
         assert conventions.BEGIN_HIDDEN not in visible, f"{exercise.name}: the visible test cell holds hidden tests"
-        assert conventions.BEGIN_HIDDEN in hidden and conventions.END_HIDDEN in hidden, (
-            f"{exercise.name}: the hidden test cell needs ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS")
-        before, _, rest = hidden.partition(conventions.BEGIN_HIDDEN)
-        _, _, after = rest.partition(conventions.END_HIDDEN)
-        outside = [line for line in (before + after).splitlines() if line.strip()]
-        assert all(line.lstrip().startswith("#") for line in outside), (
-            f"{exercise.name}: only comments may stand outside the hidden-test markers")
+        for index in exercise.hidden_indices:
+            hidden = nb.cells[index].source
+            gid = conventions.grade_id(nb.cells[index])
+            assert conventions.BEGIN_HIDDEN in hidden and conventions.END_HIDDEN in hidden, (
+                f"{gid}: a hidden test cell needs ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS")
+            before, _, rest = hidden.partition(conventions.BEGIN_HIDDEN)
+            _, _, after = rest.partition(conventions.END_HIDDEN)
+            outside = [line for line in (before + after).splitlines() if line.strip()]
+            assert all(line.lstrip().startswith("#") for line in outside), (
+                f"{gid}: only comments may stand outside the hidden-test markers")
 
 
 def test_test_cells_do_not_end_in_an_expression(nb):
