@@ -197,3 +197,17 @@ def test_student_quick_start_provides_every_import_of_the_notebooks():
                 problems.append(f"{path.relative_to(conventions.REPO_ROOT)} imports {module} "
                                 f"(from {sorted(dists) or 'an unknown distribution'}), which the student quick start does not install")
     assert not problems, "\n".join(problems) + "\nAdd it to the `notebooks` extra in pyproject.toml (and environment.yml)."
+
+
+def test_ci_installs_into_a_fresh_virtual_environment():
+    """CI sets up as the README tells a maintainer: a new venv inside the clone, the package installed
+    into it, the tests run with its Python; never the machine's own interpreter and its leftovers."""
+    ci = (conventions.REPO_ROOT / ".ci" / "run").read_text()
+    lines = [line.strip() for line in ci.splitlines() if line.strip() and not line.strip().startswith("#")]
+    venv = next(i for i, line in enumerate(lines) if re.match(r"python3? -m venv \.venv$", line))
+    activate = next(i for i, line in enumerate(lines) if line == "source .venv/bin/activate")
+    install = next(i for i, line in enumerate(lines) if 'pip install --quiet -e ".[dev]"' in line)
+    test = next(i for i, line in enumerate(lines) if line == "python -m pytest")
+    assert any(line == "rm -rf .venv" for line in lines[:venv]), "the venv must be made afresh"
+    assert venv < activate < install < test, lines
+    assert "python -m venv .venv" in README and 'pip install -e ".[dev]"' in README

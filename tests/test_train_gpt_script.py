@@ -115,3 +115,14 @@ def test_download_is_checked_before_it_is_cached(fake_corpus, monkeypatch, capsy
     (corpus.cache_dir() / "fake.txt").unlink()
     assert corpus.download_corpus("fake") == corpus.python_docs()
     assert "no route to host" in capsys.readouterr().out
+
+
+def test_tiny_shakespeare_never_returns_a_cache_that_fails_its_checksum(monkeypatch, tmp_path, capsys):
+    """``tiny_shakespeare()`` shares ``download_corpus``'s checked path: a truncated cache is not text."""
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_OFFLINE", "1")
+    cached = tmp_path / corpus.CORPORA["tiny_shakespeare"]["file"]
+    cached.write_text("First Citizen:\nBefore we proceed any further, hear me spe")
+    assert corpus.tiny_shakespeare() == corpus.python_docs()
+    assert "tiny_shakespeare is not available" in capsys.readouterr().out
+    assert not cached.exists(), "the damaged cache is removed, so the next online run fetches it again"

@@ -35,23 +35,13 @@ def python_docs() -> str:
 
 
 def tiny_shakespeare(timeout: float = 10.0) -> str:
-    """Tiny Shakespeare if it is cached or can be downloaded, else the Python docs (with a note)."""
-    path = cache_dir() / "tinyshakespeare.txt"
-    if path.exists():
-        return path.read_text(encoding="utf-8")
-    if os.environ.get("COURSE_OFFLINE") != "1":
-        try:
-            with urllib.request.urlopen(TINY_SHAKESPEARE_URL, timeout=timeout) as response:
-                text = response.read().decode("utf-8")
-        except (urllib.error.URLError, OSError) as error:
-            print(f"Could not download Tiny Shakespeare ({error}); using the offline Python-docs corpus.")
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            return text
-    else:
-        print("COURSE_OFFLINE=1: using the offline Python-docs corpus instead of Tiny Shakespeare.")
-    return python_docs()
+    """Tiny Shakespeare if it is cached or can be downloaded, else the Python docs (with a note).
+
+    The same checked path as ``download_corpus("tiny_shakespeare")``: the cached file and a fresh
+    download must both match the pinned SHA-256, so a truncated or tampered cache is fetched again
+    (or, offline, replaced by the Python docs), never returned.
+    """
+    return download_corpus("tiny_shakespeare", timeout=timeout)
 
 
 # Each download: where from, the SHA-256 of the exact bytes, and how to turn them into text.
