@@ -1,4 +1,4 @@
-"""Command line for instructors: ``python -m autograder {build,grade,demo}``."""
+"""Command line for instructors: ``python -m autograder {build,grade,merge,selfgrade,demo}``."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
                               help="isolation: bubblewrap namespaces when available (auto), required (bwrap), or limits only (none)")
 
+    grade_parser.add_argument("--shard", metavar="I/K",
+                              help="grade only shard I of K (0-based): the submissions whose stable hash of "
+                                   "(student, assignment) falls there; --out then holds that shard alone")
+
+    merge_parser = commands.add_parser("merge", help="merge the --out folders of grade --shard I/K into one")
+    merge_parser.add_argument("shards", type=Path, nargs="+", help="the shards' output folders")
+    merge_parser.add_argument("--out", type=Path, required=True, help="the merged output folder (rebuilt each time)")
+    merge_parser.add_argument("--expect", type=int, help="the number of shards K (default: what the shards say)")
+    merge_parser.add_argument("--allow-missing", action="store_true",
+                              help="merge the finished shards even when some are missing or failed")
+
     demo_parser = commands.add_parser("demo", help="build, then grade bundled sample submissions (offline)")
     demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
     demo_parser.add_argument("--workers", type=int, default=None)
@@ -67,18 +78,35 @@ def main(argv: list[str] | None = None) -> int:
                          "address space before a notebook runs; give at least 1024 (default 4096)")
         if not args.submissions.is_dir():
             parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
+        from .shards import Shard
+
+        try:
+            shard = Shard.parse(args.shard) if args.shard else None
+        except ValueError as error:
+            parser.error(str(error))
         limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                         memory_mb=args.memory_mb, sandbox=args.sandbox)
         try:
             rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
                          students=set(args.student) if args.student else None,
-                         assignments=set(args.assignment) if args.assignment else None)
+                         assignments=set(args.assignment) if args.assignment else None, shard=shard)
         except (SandboxUnavailable, RunnerCannotStart) as error:
             print(f"grade: {error}", file=sys.stderr)
             return 1
         print(format_table(rows))
         print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
         return 0
+    if args.command == "merge":
+        from .shards import ShardsIncomplete, merge
+
+        try:
+            report = merge(args.shards, args.out, allow_missing=args.allow_missing, expect=args.expect)
+        except ShardsIncomplete as error:
+            print(f"merge: {error}", file=sys.stderr)
+            return 1
+        print(report.summary())
+        print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+        return 3 if report.missing or report.problems else 0
     if args.command == "selfgrade":
         from .selfgrade import grade_saved_notebook
 

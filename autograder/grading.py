@@ -52,6 +52,7 @@ from .judge import error_output, sign
 from .repair import repair
 from .sandbox import Limits, check_runner_starts, copy_submission_files, use_bwrap, with_course_on_path
 from .setup_cell import SETUP_GRADE_ID
+from .shards import Shard, clear_marker, write_marker
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
 STATE_FILE = "grading_state.json"
@@ -419,12 +420,13 @@ def _answer_sources(nb, release) -> list[str]:
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
           solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True,
           students: set[str] | None = None, assignments: set[str] | None = None,
-          force: bool = False) -> list[GradeRow]:
+          force: bool = False, shard: Shard | None = None) -> list[GradeRow]:
     """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``.
 
     ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
     results). A submission whose files, solution notebook and limits are unchanged since the last
-    run in the same ``out_dir`` is not graded again unless ``force``.
+    run in the same ``out_dir`` is not graded again unless ``force``. ``shard`` grades only the
+    submissions that shard owns (``autograder/shards.py``) and marks ``out_dir`` finished at the end.
     """
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
@@ -452,7 +454,11 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     releases: dict[str, object] = {}
     sources: dict[str, object] = {}
 
+    if shard is not None:
+        clear_marker(out_dir)
     for student_id, assignment_name, folder in discover(submissions_dir):
+        if shard is not None and not shard.owns(student_id, assignment_name):
+            continue
         key = (student_id, assignment_name)
         if assignment_name not in known:
             rows[key] = GradeRow(student_id, assignment_name, None, None, "unknown assignment",
@@ -530,6 +536,8 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
     ordered = [rows[key] for key in sorted(rows)]
     write_csv(ordered, out_dir / "grades.csv")
+    if shard is not None:
+        write_marker(out_dir, shard, len(ordered))
     return ordered
 
 
