@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
                               help="isolation: bubblewrap namespaces when available (auto), required (bwrap), or limits only (none)")
 
+    grade_parser.add_argument("--solutions", type=Path, default=None,
+                              help="the course's source notebooks (default: solutions/ of this checkout)")
     grade_parser.add_argument("--shard", metavar="I/K",
                               help="grade only shard I of K (0-based): the submissions whose stable hash of "
                                    "(student, assignment) falls there; --out then holds that shard alone")
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
                          students=set(args.student) if args.student else None,
-                         assignments=set(args.assignment) if args.assignment else None, shard=shard)
+                         assignments=set(args.assignment) if args.assignment else None, shard=shard,
+                         **({"solutions_dir": args.solutions.resolve()} if args.solutions else {}))
         except (SandboxUnavailable, RunnerCannotStart) as error:
             print(f"grade: {error}", file=sys.stderr)
             return 1
