@@ -1,0 +1,49 @@
+"""How much tensor memory a computation holds at its peak, measured by watching every PyTorch op.
+
+``with PeakTensorMemory() as tracker: ...`` records, for every tensor created inside the block (on any
+device), the bytes of its storage while it is alive; ``tracker.peak`` is the most held at once.
+Views share their base's storage and are not counted twice; tensors that existed before the block
+(the inputs) are not counted. So ``peak`` is the *extra* memory a computation needs, which is what
+separates naive attention (a T x T score matrix) from tiled attention (a few tiles at a time).
+
+It sees tensors made by PyTorch operators only (not NumPy arrays, not Python objects), and it slows
+the computation down: use it to measure memory, never time.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+class PeakTensorMemory(TorchDispatchMode):
+    """``with PeakTensorMemory() as m:`` ...; then ``m.peak`` (bytes) and ``m.live`` (still held)."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+
+    def _freed(self, nbytes: int) -> None:
+        self.live -= nbytes
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        seen = {id(t.untyped_storage()) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for tensor in tree_leaves(result):
+            if isinstance(tensor, torch.Tensor) and id(tensor.untyped_storage()) not in seen:  # new, not a view
+                storage = tensor.untyped_storage()
+                seen.add(id(storage))
+                self.live += storage.nbytes()
+                self.peak = max(self.peak, self.live)
+                weakref.finalize(storage, self._freed, storage.nbytes())   # counted off when freed
+        return result
+
+
+def peak_tensor_bytes(fn, *args, **kwargs) -> tuple[object, int]:
+    """``(fn(*args, **kwargs), peak bytes of the tensors it created)``, gradients off."""
+    with torch.no_grad(), PeakTensorMemory() as tracker:
+        result = fn(*args, **kwargs)
+    return result, tracker.peak
