@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("--force", action="store_true", help="regrade even submissions unchanged since the last run")
     grade_parser.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
                               help="isolation: bubblewrap namespaces when available (auto), required (bwrap), or limits only (none)")
+    grade_parser.add_argument("--allow-self-grading-bundles", action="store_true",
+                              help="grade even though autograder/selfgrade/*.bin (the public edition's hidden tests, "
+                                   "readable from the sandbox) are present; for a graded class build with --no-self-grading")
 
     demo_parser = commands.add_parser("demo", help="build, then grade bundled sample submissions (offline)")
     demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
         return 0
     if args.command == "grade":
-        from .grading import format_table, grade
+        from .grading import BUNDLES_REFUSAL, NoSubmissions, format_table, grade, self_grading_bundles, summary_warnings
         from .sandbox import Limits, RunnerCannotStart, SandboxUnavailable
 
         if args.workers < 1:
@@ -67,17 +70,23 @@ def main(argv: list[str] | None = None) -> int:
                          "address space before a notebook runs; give at least 1024 (default 4096)")
         if not args.submissions.is_dir():
             parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
+        bundles = self_grading_bundles()
+        if bundles and not args.allow_self_grading_bundles:
+            print(f"grade: refused: {BUNDLES_REFUSAL.format(count=len(bundles))}", file=sys.stderr)
+            return 1
         limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                         memory_mb=args.memory_mb, sandbox=args.sandbox)
         try:
             rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
                          students=set(args.student) if args.student else None,
                          assignments=set(args.assignment) if args.assignment else None)
-        except (SandboxUnavailable, RunnerCannotStart) as error:
+        except (SandboxUnavailable, RunnerCannotStart, NoSubmissions) as error:
             print(f"grade: {error}", file=sys.stderr)
             return 1
         print(format_table(rows))
         print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+        for line in summary_warnings(limits, bundles):
+            print(f"\n{line}")
         return 0
     if args.command == "selfgrade":
         from .selfgrade import grade_saved_notebook
