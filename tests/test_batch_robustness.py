@@ -368,3 +368,17 @@ def test_a_result_with_lone_surrogates_is_made_valid_and_says_so():
     assert result["status"] == "ok" and "not valid Unicode" in result["detail"]
     assert result["cells"][0]["outputs"][0]["evalue"] == "broken \ufffd text"
     copy.deepcopy(result)  # plain data
+
+
+def test_the_readme_states_the_limits_the_code_applies():
+    from autograder import flags, judge
+
+    text = " ".join((Path(grading.__file__).parent / "README.md").read_text(encoding="utf-8").split())
+    stated = [f"at most {grading.MAX_NOTEBOOK_BYTES // 2**20} MB",
+              f"at most {grading.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all and {grading.MAX_SUBMISSION_FILES:,} files",
+              f"at most {judge.MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB of outputs per notebook",
+              f"at most {grading.MAX_JUDGE_RESULT_BYTES // 2**20} MB of a judge's reply",
+              f"at most {flags.MAX_SCANNED_CHARS // 1000} kB per cell and {grading.MAX_FLAGGED_CHARS // 10**6} MB per submission",
+              f"no file in OUT over {MAX_OUT_FILE_BYTES // 2**20} MB"]
+    for phrase in stated:
+        assert phrase in text, phrase
