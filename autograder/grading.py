@@ -51,7 +51,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import conventions
 from .course_directory import course_config, link_sources, make_api, put_scripts_on_path
-from .flags import flags_for
+from .flags import MAX_SCANNED_CHARS, flags_for
 from .judge import error_output, sign
 from .repair import repair
 from .sandbox import Limits, check_runner_starts, use_bwrap, with_course_on_path
@@ -709,9 +709,12 @@ def flag_sources(sources: list[str]) -> str:
     found: set[str] = set()
     budget = MAX_FLAGGED_CHARS
     for source in sources:
+        if len(source) > MAX_SCANNED_CHARS:
+            found.update(flags_for(source))   # not parsed: flagged as too long to scan
+            continue
         if len(source) > budget:
             found.add("code too long to scan in full")
-            break
+            continue
         budget -= len(source)
         try:
             found.update(flags_for(source))
@@ -731,11 +734,14 @@ def name_problem(name: str) -> str:
 def unreadable_page(row: GradeRow, path: Path) -> None:
     """A short feedback page for a submission that could not be read or run: what happened, in plain words."""
     title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
+    what = ("No notebook was found in your submission, so none of its tests ran. Upload the notebook itself."
+            if row.status == "missing notebook" else
+            "The file could not be read as a notebook, so none of its tests ran. "
+            "Open it in Jupyter, save it again, and resubmit it.")
     text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
             f"<body><h1>{title}</h1>\n<p>Your submission could not be graded: <b>{html.escape(row.status)}</b>.</p>\n"
             f"<p>{html.escape(clean_text(row.detail))}</p>\n"
-            f"<p>Score: 0. The file could not be read as a notebook, so none of its tests ran. "
-            f"Open it in Jupyter, save it again, and resubmit it.</p>\n</body></html>\n")
+            f"<p>Score: 0. {html.escape(what)}</p>\n</body></html>\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 

@@ -327,10 +327,13 @@ def test_fingerprints_take_any_file_name_and_do_not_read_huge_files(tmp_path):
 
 
 def test_flagging_is_bounded_for_huge_and_deeply_nested_cells():
-    assert grading.flag_sources(["x = 1\n" * 200_000]) == "code too long to scan in full"   # 1.2 MB > 1 MB in all
-    assert grading.flag_sources(["x = 1\n" * 40_000]) == "code cell too long to scan (240 kB)"
+    assert grading.flag_sources(["x = 1\n" * 500_000]) == "code cell too long to scan (3000 kB)"   # 3 MB: not parsed
     assert grading.flag_sources(["import gc\n", "y = " + "(" * 50 + "1" + ")" * 50]) == "uses gc"
-    assert grading.flag_sources(["def f():\n    pass\n"] * 20 + ["x = 1\n" * 200_000]) == "code too long to scan in full"
+    assert grading.flag_sources(["y = " + "[" * 5000 + "]" * 5000]) == ""   # too deep for Python: not a crash
+    # 1 MB parsed in all: a long cell first hides nothing after it; cells past the budget are flagged.
+    assert grading.flag_sources(["x = 1\n" * 500_000, "import ctypes\n"]) == "code cell too long to scan (3000 kB); uses ctypes"
+    assert grading.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n"]) == "code too long to scan in full; uses gc"
+    assert grading.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n" * 5_000]) == "code too long to scan in full"
 
 
 def test_the_judge_keeps_four_megabytes_of_outputs_per_notebook_and_every_verdict():
