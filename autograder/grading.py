@@ -15,12 +15,17 @@ Layout read: ``SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`` (nbgrade
 Each submission goes through these stages, each a function below, each isolated so that one
 submission can never stop the batch (any failure becomes that submission's status):
 
-``read_submission`` -> ``repair_submission`` -> ``prepare_job`` -> ``run_judge`` (the judge runs the
+``discover`` (every notebook found gets a row: misplaced ones graded where their name names the
+assignment, or reported) -> ``read_submission`` -> ``repair_submission`` -> ``prepare_job`` -> ``run_judge`` (the judge runs the
 graded tests outside the student's process; ``autograder.judge``) -> ``record`` (nbgrader scores the
 cells the judge produced and writes the gradebook) -> ``write_feedback``.
 
 Only this process opens the gradebook; only the judge decides a test; only the sandboxed runner
-runs student code.
+runs student code. Nothing a student controls can stop the batch: names are bytes until shown (then
+escaped, control characters removed), sizes are read with ``lstat`` before anything is read, the files
+beside a notebook are capped (``MAX_SUBMISSION_FILES_BYTES``), outputs are capped per notebook (in the
+judge) and the judge's reply per submission (``MAX_JUDGE_RESULT_BYTES``), and flagging parses a
+bounded amount of code.
 """
 
 from __future__ import annotations
@@ -204,6 +209,10 @@ def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Fou
     expected_layout = "SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
     found: list[Found] = []
     rows: list[GradeRow] = []
+    for path in sorted(p for p in submissions_dir.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith(".")):
+        rows.append(GradeRow("", path.name, None, None, "misplaced notebook",
+                             f"{path.name} is at the top of the submissions folder, in no student's folder: "
+                             f"expected {expected_layout}"))
     for student in _visible_dirs(submissions_dir):
         if student.name in known:
             assignment = known[student.name]

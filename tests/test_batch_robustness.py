@@ -64,6 +64,7 @@ def batch(tmp_path_factory):
     submissions.write(answer(assignment, root), subs / "loose_right" / NB)               # graded where it is
     submissions.write(answer(assignment, root), subs / "loose_unknown" / "homework.ipynb")  # no assignment by that name
     submissions.write(answer(assignment, root), subs / "01_fixture" / NB)                # an assignment folder at the top
+    submissions.write(answer(assignment, root), subs / "ada.ipynb")                      # a notebook at the top
     (subs / "two_notebooks" / "01_fixture").mkdir(parents=True)
     (subs / "two_notebooks" / "01_fixture" / NB).write_bytes(release.read_bytes())        # the untouched release
     put("two_notebooks", name="fixture_final.ipynb")                                      # the solved one
@@ -161,6 +162,8 @@ def test_rows_for_what_cannot_be_graded(batch):
     assert "expected SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb, one of: 01_fixture/fixture.ipynb" in loose.detail
     top = _row(rows, "01_fixture", "")
     assert (top.score, top.status) == (None, "misplaced notebook") and "<student>/01_fixture/fixture.ipynb" in top.detail, _show(top)
+    ada = _row(rows, "", "ada.ipynb")
+    assert (ada.score, ada.status) == (None, "misplaced notebook") and "in no student's folder" in ada.detail, _show(ada)
     odd = _row(rows, os.fsdecode(b"st\xffudent"))
     assert (odd.score, odd.status) == (None, "invalid name"), _show(odd)
     assert "the folder name 'st\\xffudent' is not plain UTF-8 text" in odd.as_dict()["detail"], _show(odd)
@@ -169,7 +172,7 @@ def test_rows_for_what_cannot_be_graded(batch):
 @pytest.mark.slow
 def test_one_row_per_submission_and_a_csv_that_any_string_fits(batch):
     rows, out, _, _ = batch
-    assert len(rows) == len(EXPECTED) + 3   # + loose_unknown, the top-level 01_fixture folder, st\xffudent
+    assert len(rows) == len(EXPECTED) + 4   # + loose_unknown, the top-level 01_fixture folder and ada.ipynb, st\xffudent
     text = (out / "grades.csv").read_text(encoding="utf-8")
     table = list(csv.DictReader(text.splitlines()))
     assert len(table) == len(rows)
@@ -228,14 +231,15 @@ def course(tmp_path):
     return make_course(root), root
 
 
-@pytest.mark.parametrize("layout", ["empty", "no student level", "one level too deep", "only unknown assignments"])
+@pytest.mark.parametrize("layout", ["empty", "no student level", "one level too deep", "only unknown assignments",
+                                    "a notebook at the top"])
 def test_no_submissions_found_stops_with_the_expected_layout(course, tmp_path, layout):
     assignment, root = course
     subs = tmp_path / "subs"
     subs.mkdir()
     where = {"empty": None, "no student level": subs / "01_fixture" / NB,
              "one level too deep": subs / "submitted" / "ada" / "01_fixture" / NB,
-             "only unknown assignments": subs / "ada" / "homework" / NB}[layout]
+             "only unknown assignments": subs / "ada" / "homework" / NB, "a notebook at the top": subs / NB}[layout]
     if where is not None:
         submissions.write(answer(assignment, root), where)
     with pytest.raises(NoSubmissions) as raised:
