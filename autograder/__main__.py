@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("--force", action="store_true", help="regrade even submissions unchanged since the last run")
     grade_parser.add_argument("--sandbox", choices=["auto", "bwrap", "none"], default="auto",
                               help="isolation: bubblewrap namespaces when available (auto), required (bwrap), or limits only (none)")
+    grade_parser.add_argument("--allow-self-grading-bundles", action="store_true",
+                              help="grade even though autograder/selfgrade/*.bin (the public edition's hidden tests, "
+                                   "readable from the sandbox) are present; for a graded class build with --no-self-grading")
 
     grade_parser.add_argument("--solutions", type=Path, default=None,
                               help="the course's source notebooks (default: solutions/ of this checkout)")
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
         return 0
     if args.command == "grade":
-        from .grading import format_table, grade
+        from .grading import BUNDLES_REFUSAL, NoSubmissions, format_table, grade, self_grading_bundles, summary_warnings
         from .sandbox import Limits, RunnerCannotStart, SandboxUnavailable
 
         if args.workers < 1:
@@ -86,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             shard = Shard.parse(args.shard) if args.shard else None
         except ValueError as error:
             parser.error(str(error))
+        bundles = self_grading_bundles()
+        if bundles and not args.allow_self_grading_bundles:
+            print(f"grade: refused: {BUNDLES_REFUSAL.format(count=len(bundles))}", file=sys.stderr)
+            return 1
         limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                         memory_mb=args.memory_mb, sandbox=args.sandbox)
         try:
@@ -93,11 +100,13 @@ def main(argv: list[str] | None = None) -> int:
                          students=set(args.student) if args.student else None,
                          assignments=set(args.assignment) if args.assignment else None, shard=shard,
                          **({"solutions_dir": args.solutions.resolve()} if args.solutions else {}))
-        except (SandboxUnavailable, RunnerCannotStart) as error:
+        except (SandboxUnavailable, RunnerCannotStart, NoSubmissions) as error:
             print(f"grade: {error}", file=sys.stderr)
             return 1
         print(format_table(rows))
         print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+        for line in summary_warnings(limits, bundles):
+            print(f"\n{line}")
         return 0
     if args.command == "merge":
         from .shards import ShardsIncomplete, merge

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import conventions, submissions
 from .build import build
-from .grading import format_table, grade
+from .grading import format_table, grade, self_grading_bundles, summary_warnings
 from .sandbox import Limits, bwrap_available
 
 CRASHING_ANSWER = "import os\nos._exit(3)  # a student's experiment that takes the kernel down\n"
@@ -81,6 +81,10 @@ def run_demo(out_dir: Path, workers: int | None = None) -> int:
     print(f"Grades (CSV):   {results_dir / 'grades.csv'}")
     print(f"Feedback HTML:  {results_dir / 'feedback'}/<student_id>/<assignment>/<notebook>.html")
     print(f"Gradebook:      {results_dir / 'gradebook.db'} (nbgrader sqlite)")
+    # The demo grades its own samples: the public edition's bundles (what `grade` refuses without
+    # --allow-self-grading-bundles) and --sandbox none are allowed here, and said.
+    for line in summary_warnings(Limits(sandbox=sandbox), self_grading_bundles()):
+        print(f"\n{line}")
     return 0
 
 

@@ -29,6 +29,9 @@ SUSPICIOUS_ATTRIBUTES = {
     "ast_transformers": "installs AST transformers", "get_objects": "walks the garbage collector",
     "get_referrers": "walks the garbage collector", "_exit": "calls os._exit",
 }
+# Longer cells are not parsed in the grader's process (a 3 MB cell once took 5 GB and 272 s); they are flagged instead.
+MAX_SCANNED_CHARS = 100_000
+
 PRETENDING_METHODS = {"__eq__", "__ne__", "__torch_function__", "__torch_dispatch__", "__array_function__",
                       "__array_ufunc__", "__float__", "__bool__", "__instancecheck__", "__class__"}
 
@@ -41,10 +44,14 @@ def _root_name(node: ast.AST) -> str | None:
 
 def flags_for(source: str) -> list[str]:
     """Reasons to look at this code (empty for ordinary answers)."""
+    if len(source) > MAX_SCANNED_CHARS:
+        return [f"code cell too long to scan ({len(source) // 1000} kB)"]
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    except (ValueError, RecursionError, MemoryError):  # null bytes, nesting deeper than Python parses
+        return ["code the grader could not parse"]
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -15,12 +15,17 @@ Layout read: ``SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`` (nbgrade
 Each submission goes through these stages, each a function below, each isolated so that one
 submission can never stop the batch (any failure becomes that submission's status):
 
-``read_submission`` -> ``repair_submission`` -> ``prepare_job`` -> ``run_judge`` (the judge runs the
+``discover`` (every notebook found gets a row: misplaced ones graded where their name names the
+assignment, or reported) -> ``read_submission`` -> ``repair_submission`` -> ``prepare_job`` -> ``run_judge`` (the judge runs the
 graded tests outside the student's process; ``autograder.judge``) -> ``record`` (nbgrader scores the
 cells the judge produced and writes the gradebook) -> ``write_feedback``.
 
 Only this process opens the gradebook; only the judge decides a test; only the sandboxed runner
-runs student code.
+runs student code. Nothing a student controls can stop the batch: names are bytes until shown (then
+escaped, control characters removed), sizes are read with ``lstat`` before anything is read, the files
+beside a notebook are capped (``MAX_SUBMISSION_FILES_BYTES``), outputs are capped per notebook (in the
+judge) and the judge's reply per submission (``MAX_JUDGE_RESULT_BYTES``), and flagging parses a
+bounded amount of code.
 """
 
 from __future__ import annotations
@@ -32,10 +37,14 @@ import hmac
 import html
 import json
 import os
+import re
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
+import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -47,10 +56,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import conventions
 from .course_directory import course_config, link_sources, make_api, put_scripts_on_path
-from .flags import flags_for
+from .flags import MAX_SCANNED_CHARS, flags_for
 from .judge import error_output, sign
 from .repair import repair
-from .sandbox import Limits, check_runner_starts, copy_submission_files, use_bwrap, with_course_on_path
+from .sandbox import Limits, check_runner_starts, use_bwrap, with_course_on_path
 from .setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 
@@ -58,8 +67,12 @@ CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "deta
 STATE_FILE = "grading_state.json"
 UNREADABLE = ("invalid notebook", "missing notebook")  # statuses of submissions that never run
 STATUSES = ("ok", "timeout", "kernel died", "memory limit", "protocol error", "error")
-GRADER_VERSION = "3"  # bump when a change to the grader should regrade unchanged submissions
+GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
 MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
+MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets
+MAX_SUBMISSION_FILES = 1000                     # files looked at in one submission folder
+MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs are capped at 4 MB; this is a backstop)
+MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
 MAX_EXTRA_MARKDOWN_CHARS = 200_000
 CSP = ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
        "style-src 'unsafe-inline'; font-src data:\">")
@@ -69,6 +82,53 @@ class Unreadable(Exception):
     def __init__(self, status: str, detail: str):
         super().__init__(detail)
         self.status, self.detail = status, detail
+
+
+class NoSubmissions(Exception):
+    """Nothing under the submissions folder is laid out as ``<student>/<assignment>/<notebook>.ipynb``."""
+
+
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def clean_text(value) -> str:
+    """``value`` as one line of printable text, safe for a terminal, a CSV file and nbgrader.
+
+    Bytes of a file name that were not UTF-8 show as ``\\xff``, other lone surrogates as
+    ``\\udc80``; tabs and line breaks become spaces; other control characters (ESC, BEL, NUL, ...) and
+    invisible direction overrides are removed.
+    """
+    text = str(value)
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _INVISIBLE.sub("", text.replace("\t", " ").replace("\r", " ").replace("\n", " "))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(value):
+    """``value`` (a JSON-like structure) with lone surrogates in its strings replaced by U+FFFD; and whether any were."""
+    found = False
+
+    def fix(item):
+        nonlocal found
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+                return item
+            except UnicodeEncodeError:
+                found = True
+                return _SURROGATE.sub("\ufffd", item)
+        if isinstance(item, list):
+            return [fix(x) for x in item]
+        if isinstance(item, dict):
+            return {fix(k): fix(v) for k, v in item.items()}
+        return item
+
+    return fix(value), found
 
 
 @dataclass
@@ -83,8 +143,9 @@ class GradeRow:
 
     def as_dict(self) -> dict:
         fmt = lambda v: "" if v is None else f"{v:g}"  # noqa: E731
-        return {"student_id": self.student_id, "assignment": self.assignment, "score": fmt(self.score),
-                "max_score": fmt(self.max_score), "status": self.status, "detail": self.detail, "flags": self.flags}
+        return {"student_id": clean_text(self.student_id), "assignment": clean_text(self.assignment),
+                "score": fmt(self.score), "max_score": fmt(self.max_score), "status": clean_text(self.status),
+                "detail": clean_text(self.detail), "flags": clean_text(self.flags)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "GradeRow":
@@ -111,36 +172,144 @@ class Job:
 # Stage 1: read
 
 
-def discover(submissions_dir: Path) -> list[tuple[str, str, Path]]:
-    """``(student_id, assignment, folder)`` for every submission folder, sorted (links included, to be refused)."""
+@dataclass
+class Found:
+    """A submission found on disk: an assignment folder, or a notebook outside one (``notebook``)."""
+
+    student_id: str
+    assignment: str
+    folder: Path
+    notebook: Path | None = None   # a notebook found outside an assignment folder, graded where it is
+    notes: list = field(default_factory=list)
+
+
+def _notebooks_in(folder: Path, limit: int = 50) -> list[Path]:
+    """Notebooks under ``folder`` (not in checkpoints, links not followed), at most ``limit``, sorted."""
     found = []
-    for student in sorted(p for p in submissions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for folder in sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            found.append((student.name, folder.name, folder))
-    return found
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        found.extend(Path(parent) / f for f in sorted(files) if f.endswith(".ipynb"))
+        if len(found) >= limit:
+            break
+    return sorted(found)[:limit]
 
 
-def _find_notebook(folder: Path, expected_name: str) -> tuple[Path, str]:
-    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed)."""
+def _visible_dirs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.is_dir())
+
+
+def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Found], list[GradeRow]]:
+    """Every submission under ``submissions_dir`` (links included, to be refused), and rows for what
+    cannot be graded at all (a notebook outside any assignment folder whose assignment its name does
+    not tell, an assignment folder where a student folder should be)."""
+    known = known if known is not None else {}
+    by_notebook: dict[str, list] = {}
+    for assignment in known.values():
+        by_notebook.setdefault(assignment.source_path.name, []).append(assignment)
+        by_notebook.setdefault(assignment.name + ".ipynb", []).append(assignment)
+    expected_layout = "SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
+    found: list[Found] = []
+    rows: list[GradeRow] = []
+    for path in sorted(p for p in submissions_dir.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith(".")):
+        rows.append(GradeRow("", path.name, None, None, "misplaced notebook",
+                             f"{path.name} is at the top of the submissions folder, in no student's folder: "
+                             f"expected {expected_layout}"))
+    for student in _visible_dirs(submissions_dir):
+        if student.name in known:
+            assignment = known[student.name]
+            rows.append(GradeRow(student.name, "", None, None, "misplaced notebook",
+                                 f"a folder named like the assignment {student.name} where a student's folder should be: "
+                                 f"expected {expected_layout}, e.g. <student>/{student.name}/{assignment.source_path.name}"))
+            continue
+        folders = {p.name: Found(student.name, p.name, p) for p in _visible_dirs(student)}
+        found.extend(folders.values())
+        loose = sorted(p for p in student.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith("."))
+        for path in loose:
+            matches = by_notebook.get(path.name, [])
+            matches = list({a.name: a for a in matches}.values())
+            if len(matches) == 1 and matches[0].name in folders:
+                folders[matches[0].name].notes.append(
+                    f"also found {path.name} outside the assignment folder (not graded)")
+            elif len(matches) == 1:
+                assignment = matches[0]
+                folders[assignment.name] = entry = Found(
+                    student.name, assignment.name, student, notebook=path,
+                    notes=[f"graded {path.name}, found outside an assignment folder "
+                           f"(expected {student.name}/{assignment.name}/{assignment.source_path.name})"])
+                found.append(entry)
+            else:
+                where = ", ".join(f"{a.name}/{a.source_path.name}" for a in sorted(known.values(), key=lambda a: a.name))
+                rows.append(GradeRow(student.name, path.name, None, None, "misplaced notebook",
+                                     f"{path.name} is not in an assignment folder and its name names no single assignment: "
+                                     f"expected {expected_layout}, one of: {where}"))
+    for entry in found:
+        if entry.assignment not in known and entry.notebook is None:
+            for path in _notebooks_in(entry.folder, 5):
+                matches = by_notebook.get(path.name, [])
+                if len(matches) == 1:
+                    entry.notes.append(f"it holds {path.relative_to(entry.folder)}: expected "
+                                       f"{entry.student_id}/{matches[0].name}/{matches[0].source_path.name}")
+                    break
+    return sorted(found, key=lambda f: (f.student_id, f.assignment)), rows
+
+
+def no_submissions_message(submissions_dir: Path, known: dict) -> str:
+    example = next(iter(sorted(known.values(), key=lambda a: a.name)), None)
+    top = [p.name + ("/" if p.is_dir() else "") for p in sorted(submissions_dir.iterdir())][:8]
+    return (f"no submissions found under {clean_text(submissions_dir)}: expected "
+            f"SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
+            + (f", e.g. {clean_text(submissions_dir)}/ada/{example.name}/{example.source_path.name}" if example else "")
+            + f"; assignments: {', '.join(sorted(known)) or 'none'}"
+            + f"; found at the top: {clean_text(', '.join(top)) if top else 'nothing'}. Nothing was graded or written.")
+
+
+def _differs_from_release(path: Path, release) -> bool:
+    """Whether the notebook at ``path`` holds code the release does not (False when it cannot be read)."""
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
+            return False
+        nb = nbformat.read(str(path), as_version=4)
+        answers = [str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)]
+        if answers:  # the answer cells, compared with the release's stubs
+            return any(a not in {c.source.strip() for c in release.cells if conventions.is_solution_cell(c)} for a in answers)
+        released = {c.source.strip() for c in release.cells if c.cell_type == "code"}
+        return any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
+    except Exception:  # noqa: BLE001 - an unreadable notebook is not preferred
+        return False
+
+
+def _find_notebook(folder: Path, expected_name: str, release=None) -> tuple[Path, str]:
+    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed); of
+    several, the one that differs from the release (the expected name first), with a note naming the others."""
     expected = folder / expected_name
-    if expected.exists() or expected.is_symlink():
-        return expected, ""
-    candidates = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    candidates = _notebooks_in(folder)
+    if (expected.exists() or expected.is_symlink()) and expected not in candidates:
+        candidates = sorted(candidates + [expected])
+    if not candidates:
+        raise Unreadable("missing notebook", f"no {expected_name} in the submission (notebooks found: none)")
     if len(candidates) == 1:
-        return candidates[0], f"graded {candidates[0].relative_to(folder)} in place of {expected_name}"
-    found = ", ".join(str(p.relative_to(folder)) for p in candidates) or "none"
-    raise Unreadable("missing notebook", f"no {expected_name} in the submission (notebooks found: {found})")
+        path = candidates[0]
+        return path, "" if path == expected else f"graded {path.relative_to(folder)} in place of {expected_name}"
+    changed = [p for p in candidates if release is not None and _differs_from_release(p, release)]
+    pool = changed or candidates
+    path = expected if expected in pool else pool[0]
+    others = ", ".join(str(p.relative_to(folder)) for p in candidates if p != path)
+    why = " (it differs from the release)" if changed and len(changed) < len(candidates) else ""
+    return path, f"graded {path.relative_to(folder)}{why}; also found {others} (not graded)"
 
 
-def read_submission(folder: Path, assignment: conventions.Assignment) -> tuple[object, list[str]]:
+def read_submission(folder: Path, assignment: conventions.Assignment, release=None,
+                    notebook: Path | None = None) -> tuple[object, list[str]]:
     """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise."""
     if folder.is_symlink():
         raise Unreadable("invalid notebook", "the submission folder is a link to somewhere else")
-    path, note = _find_notebook(folder, assignment.source_path.name)
+    if notebook is not None:
+        path, note = notebook, ""
+    else:
+        path, note = _find_notebook(folder, assignment.source_path.name, release)
     if path.is_symlink() or any(p.is_symlink() for p in path.parents if folder in p.parents):
         raise Unreadable("invalid notebook", "the notebook is a link (only regular files are graded)")
-    import stat
-
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
         raise Unreadable("invalid notebook", "the notebook is not a regular file")
@@ -160,7 +329,56 @@ def read_submission(folder: Path, assignment: conventions.Assignment) -> tuple[o
     except Exception as error:  # noqa: BLE001
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise Unreadable("invalid notebook", f"not a valid notebook: {first[:100]}") from None
-    return nb, [note] if note else []
+    notes = [note] if note else []
+    try:
+        fixed, replaced = valid_unicode(nb)
+    except RecursionError:
+        raise Unreadable("invalid notebook", "the notebook is nested too deeply to read") from None
+    if replaced:  # nbgrader cannot write lone surrogates (JSON escapes such as \udc80): the student's text
+        nb = nbformat.from_dict(fixed)
+        notes.append("text that is not valid Unicode (lone surrogates) was replaced by \ufffd")
+    return nb, notes
+
+
+def stage_files(folder: Path, target: Path) -> list[str]:
+    """Hard-link (or copy) the submission's own files into ``target``, at most
+    ``MAX_SUBMISSION_FILES_BYTES`` in all and ``MAX_SUBMISSION_FILES`` files, sizes read with
+    ``lstat`` before anything is read; notes on what was left out.
+
+    Notebooks, checkpoints, links and special files are never staged. What is staged is what the
+    judge copies into the runner's private folder, once.
+    """
+    notes: list[str] = []
+    total = count = 0
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(parent, d))]:
+            path = Path(parent) / name
+            relative = path.relative_to(folder)
+            if name.endswith(".ipynb"):
+                continue
+            count += 1
+            if count > MAX_SUBMISSION_FILES:
+                notes.append(f"only the first {MAX_SUBMISSION_FILES} files were looked at")
+                return notes
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                notes.append(f"{relative} (a link)")
+            elif not stat.S_ISREG(info.st_mode):
+                notes.append(f"{relative} (not a regular file)")
+            elif total + info.st_size > MAX_SUBMISSION_FILES_BYTES:
+                notes.append(f"{relative} ({info.st_size / 2**20:.1f} MB; the files beside the notebook may "
+                             f"take {MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all)")
+            else:
+                total += info.st_size
+                destination = target / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(path, destination, follow_symlinks=False)
+                except OSError:
+                    shutil.copyfile(path, destination, follow_symlinks=False)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(parent, d))]
+    return notes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -187,6 +405,20 @@ def normalise(nb) -> list[str]:
     if bad_meta:
         notes.append(f"malformed metadata removed from {bad_meta} cell(s)")
     return notes
+
+
+def escape_student_markdown(nb, release_sources: set) -> int:
+    """Show the student's own markdown and raw cells as escaped text (in place), as the feedback page does,
+    so that formgrader's view of the autograded notebook runs no ``<script>``, ``onerror`` or
+    ``javascript:`` link. Returns how many cells were escaped."""
+    escaped = 0
+    for cell in nb.cells:
+        if cell.cell_type in ("markdown", "raw") and cell.source not in release_sources:
+            cell.cell_type = "markdown"
+            cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
+            cell.pop("attachments", None)
+            escaped += 1
+    return escaped
 
 
 def _cap_extra_markdown(nb, release_sources: set) -> list[str]:
@@ -225,7 +457,8 @@ def _sanitise(nb, job: Job, config, db_url: str):
     return nb
 
 
-def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Path], config, db_url: str) -> None:
+def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Path], config, db_url: str,
+                files_dir: Path | None = None) -> None:
     prepared = _sanitise(copy.deepcopy(nb), job, config, db_url)
     release_code = {c.source for c in release.cells if c.cell_type == "code" and not conventions.nbgrader_meta(c).get("solution")}
     run_indices, answers, labels = [], [], {}
@@ -246,7 +479,7 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
                                           for c in prepared.cells]},
                    "run_indices": run_indices, "answer_cells": answers, "cell_labels": labels,
                    "names": conventions.exercise_names(source_nb),
-                   "submission_dir": str(job.folder), "hide": [str(p) for p in hide],
+                   "submission_dir": str(files_dir) if files_dir else None, "hide": [str(p) for p in hide],
                    "limits": {"cell_timeout_s": limits.cell_timeout_s, "notebook_timeout_s": limits.notebook_timeout_s,
                               "memory_mb": limits.memory_mb, "max_file_mb": limits.max_file_mb,
                               "sandbox": limits.sandbox}}
@@ -258,19 +491,51 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
 
 def run_judge(payload: dict, limits: Limits) -> dict:
     """Run ``python -m autograder.judge`` on one job; return its verified result (never raises)."""
+    from .sandbox import kill_group
+
     key = secrets.token_bytes(32)
-    message = json.dumps(dict(payload, key=key.hex()))
+    message = json.dumps(dict(payload, key=key.hex())).encode("utf-8")
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                env=with_course_on_path(dict(os.environ)))
-    try:
-        out, _ = process.communicate(message.encode("utf-8"), timeout=limits.notebook_timeout_s + 60)
-    except subprocess.TimeoutExpired:
-        from .sandbox import kill_group
 
-        kill_group(process)
-        return {"status": "timeout", "detail": f"the notebook ran past {limits.notebook_timeout_s} s", "cells": []}
-    return verify_result(out, key)
+    def send() -> None:
+        try:
+            process.stdin.write(message)
+            process.stdin.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=send, daemon=True).start()
+    deadline = time.monotonic() + limits.notebook_timeout_s + 60
+    chunks, size = [], 0
+    try:
+        import select
+
+        fd = process.stdout.fileno()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kill_group(process)
+                return {"status": "timeout", "detail": f"the notebook ran past {limits.notebook_timeout_s} s", "cells": []}
+            if not select.select([fd], [], [], min(remaining, 5))[0]:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_JUDGE_RESULT_BYTES:
+                kill_group(process)
+                return {"status": "protocol error", "cells": [],
+                        "detail": f"the notebook's outputs were larger than the grader keeps ({MAX_JUDGE_RESULT_BYTES // 2**20} MB)"}
+    finally:
+        process.stdout.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+    return verify_result(b"".join(chunks), key)
 
 
 def verify_result(out: bytes, key: bytes) -> dict:
@@ -281,13 +546,17 @@ def verify_result(out: bytes, key: bytes) -> dict:
         if not (isinstance(body, str) and isinstance(mac, str) and hmac.compare_digest(mac, sign(key, body))):
             raise ValueError("bad signature")
         result = json.loads(body)
+        result, replaced = valid_unicode(result)
+        if replaced:  # nbgrader cannot write lone surrogates; they came from the student's output
+            result["detail"] = "; ".join(x for x in (result.get("detail"), "text that is not valid Unicode "
+                                         "(lone surrogates) in the notebook's output was replaced") if x)
         if result.get("status") not in STATUSES or not isinstance(result.get("detail"), str):
             raise ValueError("bad status")
         for cell in result.get("cells", []):
             if type(cell.get("index")) is not int or type(cell.get("outputs")) is not list:
                 raise ValueError("bad cell")
         return result
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
         return {"status": "error", "detail": "the judge returned no valid result", "cells": []}
 
 
@@ -349,11 +618,17 @@ class EscapeStudentText(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         known = _RELEASE_TEXT.get(resources.get("nbgrader", {}).get("assignment"), set())
-        if cell.cell_type in ("markdown", "raw") and cell.source not in known:
+        if cell.cell_type in ("markdown", "raw") and cell.source not in known and not _escaped(cell.source):
             cell.cell_type = "markdown"
             cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
             cell.pop("attachments", None)
         return cell, resources
+
+
+def _escaped(source: str) -> bool:
+    """Already shown as plain text by ``escape_student_markdown`` (no markup left inside the ``<pre>``)."""
+    inner = source[len("<pre>"):-len("</pre>")]
+    return source.startswith("<pre>") and source.endswith("</pre>") and "<" not in inner and ">" not in inner
 
 
 def _config(root: Path, db_path: Path):
@@ -403,11 +678,33 @@ def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
 # The batch
 
 
-def _fingerprint(folder: Path, source_path: Path, limits: Limits) -> str:
+def _fingerprint(found: "Found", source_path: Path, limits: Limits) -> str:
+    """What decides whether a submission must be graded again: its files (sizes read with ``lstat``;
+    contents hashed in chunks, up to the size the runner would get), the solution and the limits."""
     digest = hashlib.sha256(f"{GRADER_VERSION}|{limits}".encode())
     digest.update(source_path.read_bytes())
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    if found.notebook is not None:
+        paths = [found.notebook]
+    else:
+        paths = []
+        for parent, dirs, files in os.walk(found.folder):
+            dirs.sort()
+            paths.extend(Path(parent) / f for f in sorted(files))
+            if len(paths) > MAX_SUBMISSION_FILES:
+                break
+    budget = MAX_SUBMISSION_FILES_BYTES + MAX_NOTEBOOK_BYTES
+    for path in paths[:MAX_SUBMISSION_FILES + 1]:
+        info = path.lstat()
+        digest.update(os.fsencode(path.relative_to(found.folder)) + b"\0" + f"{info.st_mode}|{info.st_size}".encode())
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if info.st_size > budget:
+            digest.update(f"|{info.st_mtime_ns}".encode())
+            continue
+        budget -= info.st_size
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 
@@ -415,6 +712,48 @@ def _answer_sources(nb, release) -> list[str]:
     """Code the student wrote: answer cells and their own cells (not the released cells)."""
     released = {c.source for c in release.cells if not conventions.nbgrader_meta(c).get("solution")}
     return [c.source for c in nb.cells if c.cell_type == "code" and c.source not in released]
+
+
+def flag_sources(sources: list[str]) -> str:
+    """The flags of the student's code, parsing at most ``MAX_FLAGGED_CHARS`` in all (the grader's own process)."""
+    found: set[str] = set()
+    budget = MAX_FLAGGED_CHARS
+    for source in sources:
+        if len(source) > MAX_SCANNED_CHARS:
+            found.update(flags_for(source))   # not parsed: flagged as too long to scan
+            continue
+        if len(source) > budget:
+            found.add("code too long to scan in full")
+            continue
+        budget -= len(source)
+        try:
+            found.update(flags_for(source))
+        except Exception:  # noqa: BLE001 - a flag is advice; never a reason to stop
+            found.add("code the grader could not parse")
+    return "; ".join(sorted(found))
+
+
+def name_problem(name: str) -> str:
+    """Why a student's or an assignment's folder name cannot be graded under (empty when it can)."""
+    if clean_text(name) != name or "/" in name:
+        return (f"the folder name '{clean_text(name)}' is not plain UTF-8 text (bytes that are not UTF-8, "
+                "or control characters): rename it")
+    return ""
+
+
+def unreadable_page(row: GradeRow, path: Path) -> None:
+    """A short feedback page for a submission that could not be read or run: what happened, in plain words."""
+    title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
+    what = ("No notebook was found in your submission, so none of its tests ran. Upload the notebook itself."
+            if row.status == "missing notebook" else
+            "The file could not be read as a notebook, so none of its tests ran. "
+            "Open it in Jupyter, save it again, and resubmit it.")
+    text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
+            f"<body><h1>{title}</h1>\n<p>Your submission could not be graded: <b>{html.escape(row.status)}</b>.</p>\n"
+            f"<p>{html.escape(clean_text(row.detail))}</p>\n"
+            f"<p>Score: 0. {html.escape(what)}</p>\n</body></html>\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
@@ -427,6 +766,8 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     results). A submission whose files, solution notebook and limits are unchanged since the last
     run in the same ``out_dir`` is not graded again unless ``force``. ``shard`` grades only the
     submissions that shard owns (``autograder/shards.py``) and marks ``out_dir`` finished at the end.
+    Raises ``NoSubmissions`` (writing nothing) when no folder is laid out as
+    ``<student>/<assignment>/<notebook>.ipynb``.
     """
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
@@ -435,6 +776,10 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     out_dir = Path(out_dir).resolve()
     if not submissions_dir.is_dir():
         raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
+    known = {a.name: a for a in conventions.assignments(solutions_dir)}
+    found, misplaced = discover(submissions_dir, known)
+    if not any(entry.assignment in known for entry in found):
+        raise NoSubmissions(no_submissions_message(submissions_dir, known))
     use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
     hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
     check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
@@ -445,10 +790,14 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     api = make_api(config)
     db_url = f"sqlite:///{db_path}"
     state_path = out_dir / STATE_FILE
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    try:
+        state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
+    except (OSError, ValueError):
+        state = {}  # a damaged state file only costs a regrade
+    staging = root / "staging"
+    shutil.rmtree(staging, ignore_errors=True)
 
-    known = {a.name: a for a in conventions.assignments(solutions_dir)}
-    rows: dict[tuple[str, str], GradeRow] = {}
+    rows: dict[tuple[str, str], GradeRow] = {(r.student_id, r.assignment): r for r in misplaced}
     fingerprints: dict[tuple[str, str], str] = {}
     jobs: list[Job] = []
     releases: dict[str, object] = {}
@@ -456,29 +805,39 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
 
     if shard is not None:
         clear_marker(out_dir)
-    for student_id, assignment_name, folder in discover(submissions_dir):
+        rows = {key: row for key, row in rows.items() if shard.owns(*key)}   # each misplaced row in one shard
+    for entry in found:
+        student_id, assignment_name, folder = entry.student_id, entry.assignment, entry.folder
         if shard is not None and not shard.owns(student_id, assignment_name):
             continue
         key = (student_id, assignment_name)
+        problem = name_problem(student_id) or name_problem(assignment_name)
+        if problem:
+            rows[key] = GradeRow(student_id, assignment_name, None, None, "invalid name", problem)
+            continue
         if assignment_name not in known:
             rows[key] = GradeRow(student_id, assignment_name, None, None, "unknown assignment",
-                                 f"no assignment {assignment_name!r} in {Path(solutions_dir).name}/")
+                                 "; ".join([f"no assignment {assignment_name!r} in {Path(solutions_dir).name}/"] + entry.notes))
             continue
         assignment = known[assignment_name]
         try:
-            fingerprints[key] = _fingerprint(folder, assignment.source_path, limits)
-        except OSError as error:
-            fingerprints[key] = f"unreadable:{error}"
+            fingerprints[key] = _fingerprint(entry, assignment.source_path, limits)
+        except Exception as error:  # noqa: BLE001 - graded again next time, nothing worse
+            fingerprints[key] = f"unreadable:{type(error).__name__}:{secrets.token_hex(8)}"
         previous = state.get(f"{student_id}/{assignment_name}")
         selected = (students is None or student_id in students) and (assignments is None or assignment_name in assignments)
-        if previous and (not selected or (not force and previous["fingerprint"] == fingerprints[key])):
-            rows[key] = GradeRow.from_dict(previous["row"])
-            fingerprints[key] = previous["fingerprint"]
-            continue
+        if isinstance(previous, dict) and (not selected or (not force and previous.get("fingerprint") == fingerprints[key])):
+            try:
+                rows[key] = GradeRow.from_dict(previous["row"])
+                fingerprints[key] = previous["fingerprint"]
+                continue
+            except (KeyError, TypeError, ValueError):
+                pass  # a damaged record: grade it again
         if not selected:
             continue
         row = rows[key] = GradeRow(student_id, assignment_name, None, None, "ok")
         job = Job(student_id, assignment, folder, row)
+        preparing = True
         try:
             if assignment_name not in releases:
                 generated = api.generate_assignment(assignment_name, force=True, create=True)
@@ -488,54 +847,82 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
                 sources[assignment_name] = conventions.read_notebook(assignment.source_path)
                 _RELEASE_TEXT[assignment_name] = {c.source for c in releases[assignment_name].cells}
             release = releases[assignment_name]
-            nb, notes = read_submission(folder, assignment)   # refuses links before anything is copied
+            nb, notes = read_submission(folder, assignment, release, entry.notebook)   # refuses links before anything is copied
+            notes = entry.notes + notes
             target = root / "submitted" / student_id / assignment_name
             if target.exists():
                 shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
             target.mkdir(parents=True)
-            copy_submission_files(folder, target)
+            files_dir = None
+            if entry.notebook is None:
+                files_dir = staging / student_id / assignment_name
+                files_dir.mkdir(parents=True)
+                left_out = stage_files(folder, files_dir)
+                if left_out:
+                    notes.append("files not given to the notebook: " + ", ".join(left_out[:5])
+                                 + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""))
             nb, repaired = repair_submission(nb, release)
+            escaped = escape_student_markdown(nb, _RELEASE_TEXT[assignment_name])
+            if escaped:
+                repaired.append(f"{escaped} text cell(s) of the student's shown as plain text")
             row.detail = "; ".join(notes + repaired)
-            row.flags = "; ".join(sorted({f for s in _answer_sources(nb, release) for f in flags_for(s)}))
+            row.flags = flag_sources(_answer_sources(nb, release))
             job.submitted_path = target / assignment.source_path.name
             nbformat.write(nb, str(job.submitted_path))
-            prepare_job(job, nb, release, sources[assignment_name], limits, hide, config, db_url)
+            preparing = False
+            prepare_job(job, nb, release, sources[assignment_name], limits, hide, config, db_url, files_dir)
             jobs.append(job)
         except Unreadable as problem:
-            row.status, row.detail = problem.status, problem.detail
+            row.status, row.detail = problem.status, "; ".join(entry.notes + [problem.detail])
         except Exception as error:  # noqa: BLE001 - one submission never stops the batch
-            row.status, row.detail = "invalid notebook", f"{type(error).__name__}: {str(error)[:150]}"
+            if preparing and isinstance(error, (ValueError, UnicodeError, RecursionError)):
+                row.status = "invalid notebook"  # the student's file: text or structure the grader cannot take
+            else:
+                row.status = "grader error"      # the grader failed (nbgrader's build, the disk): a bug to report
+            row.detail = f"{type(error).__name__}: {clean_text(error)[:150]}"
             if job.submitted_path is not None and job.submitted_path.exists():
                 job.submitted_path.unlink()
 
     graded_now = {(job.student_id, job.assignment.name) for job in jobs}
     for key, row in rows.items():
-        # Unreadable submissions graded this run: zero in the gradebook, no stale feedback.
+        # Unreadable submissions graded this run: zero in the gradebook, a short feedback page.
         if key not in graded_now and row.status in UNREADABLE \
                 and fingerprints.get(key) != state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
             try:
                 _record_zero(db_url, key[1], key[0])
             except Exception as error:  # noqa: BLE001
                 row.detail += f" (gradebook: {type(error).__name__})"
-            shutil.rmtree(out_dir / "feedback" / key[0] / key[1], ignore_errors=True)
+            feedback = out_dir / "feedback" / key[0] / key[1]
+            shutil.rmtree(feedback, ignore_errors=True)
+            try:
+                unreadable_page(row, feedback / known[key[1]].source_path.with_suffix(".html").name)
+            except Exception as error:  # noqa: BLE001
+                row.detail += f" (feedback page: {type(error).__name__})"
 
     def finish(job: Job) -> None:
         try:
             record(job, api)
             write_feedback(job, api, root, out_dir)
         except Exception as error:  # noqa: BLE001 - one submission never stops the batch
-            job.row.status, job.row.detail = "grader error", f"{type(error).__name__}: {str(error)[:150]}"
+            job.row.status, job.row.detail = "grader error", f"{type(error).__name__}: {clean_text(error)[:150]}"
+        finally:
+            shutil.rmtree(staging / job.student_id / job.assignment.name, ignore_errors=True)
 
     _run_all(jobs, limits, workers, progress, finish)
+    shutil.rmtree(staging, ignore_errors=True)
 
-    _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
+    try:
+        _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
+    except Exception as error:  # noqa: BLE001 - the CSV is still written, with the reason
+        for key in graded_now:
+            rows[key].status, rows[key].detail = "grader error", f"gradebook: {type(error).__name__}"
+    ordered = [rows[key] for key in sorted(rows)]
+    write_csv(ordered, out_dir / "grades.csv")   # before the state: a failure here must not be remembered
     for key, row in rows.items():
         if key in fingerprints:
             state[f"{key[0]}/{key[1]}"] = {"fingerprint": fingerprints[key], "row": row.as_dict()}
     state_path.parent.mkdir(parents=True, exist_ok=True)
-    state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
-    ordered = [rows[key] for key in sorted(rows)]
-    write_csv(ordered, out_dir / "grades.csv")
+    state_path.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
     if shard is not None:
         write_marker(out_dir, shard, len(ordered))
     return ordered
@@ -548,14 +935,23 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
     from tqdm.auto import tqdm
 
     def judge(job: Job) -> Job:
-        job.result = run_judge(job.payload, limits)
+        try:
+            job.result = run_judge(job.payload, limits)
+        except Exception as error:  # noqa: BLE001 - e.g. no process left to start the judge with
+            job.result = {"status": "error", "cells": [],
+                          "detail": f"the grader could not run this notebook's judge: {type(error).__name__}: {clean_text(error)[:150]}"}
         return job
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(judge, job) for job in jobs]
+        futures = {pool.submit(judge, job): job for job in jobs}
         bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
         for future in as_completed(futures):
-            finish(future.result())
+            try:
+                job = future.result()
+            except BaseException as error:  # noqa: BLE001 - the thread itself failed
+                job = futures[future]
+                job.result = {"status": "error", "cells": [], "detail": f"the judge did not run: {type(error).__name__}"}
+            finish(job)
             bar.update(1)
         bar.close()
 
@@ -597,14 +993,15 @@ def _fill_scores(rows: dict[tuple[str, str], GradeRow], db_url: str) -> None:
 
 
 def spreadsheet_safe(value: str) -> str:
-    """A cell value no spreadsheet will run as a formula: leading = + - @ (and tab/CR) get a quote."""
-    text = str(value).replace("\r", " ").replace("\n", " ")
+    """A cell value no spreadsheet will run as a formula: leading = + - @ (and tab/CR) get a quote;
+    control characters and bytes that are not text never reach the file (``clean_text``)."""
+    text = clean_text(value)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t") else text
 
 
 def write_csv(rows: list[GradeRow], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for row in rows:
@@ -612,11 +1009,39 @@ def write_csv(rows: list[GradeRow], path: Path) -> None:
             writer.writerow({k: v if k in ("score", "max_score") else spreadsheet_safe(v) for k, v in values.items()})
 
 
+def self_grading_bundles() -> list[Path]:
+    """The public edition's self-grading bundles in the installed grader (they hold the hidden tests,
+    and the sandbox can read the grader's own package)."""
+    return sorted((Path(__file__).resolve().parent / "selfgrade").glob("*.bin"))
+
+
+BUNDLES_REFUSAL = ("this is the public edition of the course: autograder/selfgrade/*.bin ({count} file(s)) hold the "
+                   "hidden tests, and a student's code can read them from inside the sandbox. For a graded class, "
+                   "build the private edition first: python -m autograder build --no-self-grading (it removes "
+                   "them), or pass --allow-self-grading-bundles to grade anyway (self-study, trusted code).")
+NO_SANDBOX_WARNING = ("WARNING: graded with --sandbox none: each student's code ran with the grader's own rights. "
+                      "One student can rewrite the grader's files and zero the next student, and read the "
+                      "solutions. Trust these grades only for code you trust, or inside a container.")
+
+
+def summary_warnings(limits: Limits, bundles: list[Path]) -> list[str]:
+    """Lines the ``grade`` command prints under its table: how far these grades can be trusted."""
+    lines = []
+    if limits.sandbox == "none":
+        lines.append(NO_SANDBOX_WARNING)
+    if bundles:
+        lines.append(f"WARNING: graded with the self-grading bundles present ({len(bundles)} file(s) in "
+                     f"{bundles[0].parent}): students could read the hidden tests. For a graded class: "
+                     "python -m autograder build --no-self-grading")
+    return lines
+
+
 def format_table(rows: list[GradeRow]) -> str:
     header = ["student_id", "assignment", "score", "status"]
-    body = [[r.student_id, r.assignment,
+    body = [[clean_text(r.student_id), clean_text(r.assignment),
              "-" if r.score is None else f"{r.score:g} / {r.max_score:g}",
-             r.status + (f" ({r.detail})" if r.detail else "") + (f" [flagged: {r.flags}]" if r.flags else "")] for r in rows]
+             clean_text(r.status + (f" ({r.detail})" if r.detail else "") + (f" [flagged: {r.flags}]" if r.flags else ""))]
+            for r in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(header, *body)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])

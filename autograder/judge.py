@@ -42,6 +42,7 @@ GRACE_S = 10            # after a call's limit: time for the runner's own interr
 STARTUP_TIMEOUT_S = 120
 SETUP_TIMEOUT_S = 120   # the set-up cell (imports; on a busy machine that can take a while)
 MAX_STRAY_REPLIES = 1000
+MAX_NOTEBOOK_OUTPUT_BYTES = 4 * 1024 * 1024  # text and images of all cells together (see keep_within_budget)
 NOT_RUN = "NotRun"
 
 
@@ -94,6 +95,8 @@ class Connection:
                     reply = json.loads(line)
                 except (ValueError, UnicodeDecodeError):
                     raise RunnerGone("protocol error", "the student's process wrote something that is not a reply") from None
+                except RecursionError:
+                    raise RunnerGone("protocol error", "the student's process wrote a reply nested too deeply to read") from None
                 if type(reply) is dict and reply.get("id") == ident:
                     return reply
                 strays += 1
@@ -402,6 +405,29 @@ def section_of(cells: list, index: int) -> str:
     return "the top of the notebook"
 
 
+def keep_within_budget(outputs: list, spent: int, graded: bool) -> int:
+    """Drop outputs (in place) once the notebook's outputs pass ``MAX_NOTEBOOK_OUTPUT_BYTES``; return the new total.
+
+    A test cell's error output is always kept (it is the verdict); everything else past the budget is
+    replaced, once, by a note. So a small notebook can never make the judge, the gradebook or a
+    feedback page hold hundreds of megabytes.
+    """
+    kept, dropped = [], False
+    for output in outputs:
+        size = len(json.dumps(output))
+        if spent + size <= MAX_NOTEBOOK_OUTPUT_BYTES or (graded and output.get("output_type") == "error"):
+            kept.append(output)
+            spent += size
+        else:
+            dropped = True
+    if dropped and spent <= MAX_NOTEBOOK_OUTPUT_BYTES:
+        kept.append(stream_output(f"[output removed by the grader: the notebook's outputs passed the "
+                                  f"{MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB it keeps per notebook]\n"))
+        spent = MAX_NOTEBOOK_OUTPUT_BYTES + 1  # the note is shown once
+    outputs[:] = kept
+    return spent
+
+
 def judge_notebook(job: dict) -> dict:
     """Run a job (see ``run_job``'s caller in ``autograder.grading``) and return the result object."""
     limits = sandbox.Limits(**job["limits"])
@@ -412,6 +438,7 @@ def judge_notebook(job: dict) -> dict:
     statuses: list[str] = []
     details: list[str] = []
     results: list[dict] = []
+    spent = 0
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         scratch = Path(tmp) / "work"
         scratch.mkdir()
@@ -448,6 +475,7 @@ def judge_notebook(job: dict) -> dict:
                             statuses.append(outcome.trouble)
                 else:
                     continue
+                spent = keep_within_budget(outcome.outputs, spent, graded)
                 results.append({"index": index, "outputs": outcome.outputs})
         finally:
             session.stop()

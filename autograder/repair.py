@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import re
 
 from . import conventions
@@ -29,10 +30,16 @@ from .setup_cell import SETUP_GRADE_ID
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
+MAX_PARSED_CHARS = 100_000  # longer cells are read with a regular expression (the grader's time and memory)
+
+
+@functools.lru_cache(maxsize=4096)
 def _defined_names(source: str) -> list[str]:
+    if len(source) > MAX_PARSED_CHARS:
+        return _DEFINES.findall(source)
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # null bytes, deep nesting: student code
         return _DEFINES.findall(source)
     return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 

@@ -67,6 +67,16 @@ def test_unreadable_submissions_score_zero_with_a_reason(graded, student, status
 def test_unknown_assignment_is_reported_not_graded(graded):
     rows, _ = graded
     assert rows["wrong_folder"].status == "unknown assignment" and rows["wrong_folder"].score is None
+    assert "it holds fixture.ipynb: expected wrong_folder/01_fixture/fixture.ipynb" in rows["wrong_folder"].detail
+
+
+@pytest.mark.parametrize("student,words", [("invalid_json", "could not be read as a notebook"),
+                                           ("empty_file", "could not be read as a notebook"),
+                                           ("no_notebook", "No notebook was found in your submission")])
+def test_unreadable_submissions_get_a_short_feedback_page(graded, student, words):
+    _, out = graded
+    page = (out / "feedback" / student / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert words in page and "Content-Security-Policy" in page and "Score: 0." in page, page
 
 
 def test_csv_has_one_row_per_submission(graded):

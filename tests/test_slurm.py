@@ -32,7 +32,7 @@ def _submit(cluster, tmp_path, *extra: str) -> tuple[str, str]:
     done = subprocess.run(
         ["bash", str(SCRIPT), str(tmp_path / "submitted"), str(tmp_path / "out"), "3", *extra, "--",
          "--solutions", str(tmp_path / "solutions"), "--sandbox", TEST_SANDBOX, "--cell-timeout", "60",
-         "--notebook-timeout", "300"],
+         "--notebook-timeout", "300", "--allow-self-grading-bundles"],
         env=dict(cluster.env, COURSE_PYTHON=sys.executable, SBATCH_OPTIONS="--cpus-per-task=1"),
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
