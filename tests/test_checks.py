@@ -93,3 +93,26 @@ def test_the_module_refuses_reassignment():
         checks.assert_close = lambda *a, **k: None
     with pytest.raises(AttributeError, match="read-only"):
         del checks.assert_equal
+
+
+def test_values_that_differ_below_six_digits_are_printed_with_enough_digits_to_differ():
+    # sin(1) in float32 against float64: equal to 6 significant digits, different at the 8th.
+    import re
+
+    exact = math.sin(1.0)
+    rounded = float(torch.tensor(exact, dtype=torch.float32))
+    with pytest.raises(AssertionError) as error:
+        checks.assert_close(rounded, exact, atol=0, rtol=1e-12, name="sin(1)")
+    message = str(error.value)
+    shown = re.search(r"expected (\S+), got (\S+) ", message)
+    assert shown and shown.group(1) != shown.group(2), message
+    assert (shown.group(1), shown.group(2)) == ("0.84147098", "0.84147096"), message
+    with pytest.raises(AssertionError) as error:
+        checks.assert_close(torch.tensor([0.5, rounded], dtype=torch.float64),
+                            torch.tensor([0.5, exact], dtype=torch.float64), atol=0, rtol=1e-12, name="sin(1)")
+    shown = re.search(r"expected (\S+), got (\S+)\.", str(error.value))
+    assert shown and shown.group(1) != shown.group(2), str(error.value)
+    # Values that differ in the first six digits keep the short form.
+    with pytest.raises(AssertionError) as error:
+        checks.assert_close(0.5, 0.75, name="x")
+    assert "expected 0.75, got 0.5 " in str(error.value)
