@@ -116,3 +116,31 @@ def test_values_that_differ_below_six_digits_are_printed_with_enough_digits_to_d
     with pytest.raises(AssertionError) as error:
         checks.assert_close(0.5, 0.75, name="x")
     assert "expected 0.75, got 0.5 " in str(error.value)
+
+
+def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
+    """Run an exercise's visible test cell against a mutant, here in this process; return the first failure."""
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parents[1]
+    nb = nbformat.read(next((root / "solutions" / notebook).glob("*.ipynb")), as_version=4)
+    visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
+    namespace: dict = {}
+    exec((root / "tests" / "mutants" / notebook / f"{exercise}__{mutant}.py").read_text(), namespace)
+    with pytest.raises(AssertionError) as error:
+        exec(visible, namespace)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("mutant", ["k_dot_T", "transposes_first_two"])
+def test_attention_with_the_wrong_transpose_gets_the_course_hint_first(mutant):
+    # issue 18: q @ k.T passes the 2-D checks; the batched check comes first and names the fix.
+    message = _first_visible_failure("03_attention", "scaled_dot_product_attention", mutant)
+    assert "batch" in message and "transpose the last two dimensions of k (k.transpose(-2, -1)), not the first two" in message
+
+
+def test_attention_with_the_softmax_over_the_queries_is_told_the_dimension():
+    message = _first_visible_failure("03_attention", "scaled_dot_product_attention", "softmax_wrong_axis")
+    assert "row sums" in message and "LAST dimension" in message and "dim=-1" in message and "dim=-2" in message
