@@ -93,3 +93,54 @@ def test_the_module_refuses_reassignment():
         checks.assert_close = lambda *a, **k: None
     with pytest.raises(AttributeError, match="read-only"):
         del checks.assert_equal
+
+
+def test_values_that_differ_below_six_digits_are_printed_with_enough_digits_to_differ():
+    # sin(1) in float32 against float64: equal to 6 significant digits, different at the 8th.
+    import re
+
+    exact = math.sin(1.0)
+    rounded = float(torch.tensor(exact, dtype=torch.float32))
+    with pytest.raises(AssertionError) as error:
+        checks.assert_close(rounded, exact, atol=0, rtol=1e-12, name="sin(1)")
+    message = str(error.value)
+    shown = re.search(r"expected (\S+), got (\S+) ", message)
+    assert shown and shown.group(1) != shown.group(2), message
+    assert (shown.group(1), shown.group(2)) == ("0.84147098", "0.84147096"), message
+    with pytest.raises(AssertionError) as error:
+        checks.assert_close(torch.tensor([0.5, rounded], dtype=torch.float64),
+                            torch.tensor([0.5, exact], dtype=torch.float64), atol=0, rtol=1e-12, name="sin(1)")
+    shown = re.search(r"expected (\S+), got (\S+)\.", str(error.value))
+    assert shown and shown.group(1) != shown.group(2), str(error.value)
+    # Values that differ in the first six digits keep the short form.
+    with pytest.raises(AssertionError) as error:
+        checks.assert_close(0.5, 0.75, name="x")
+    assert "expected 0.75, got 0.5 " in str(error.value)
+
+
+def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
+    """Run an exercise's visible test cell against a mutant, here in this process; return the first failure."""
+    from pathlib import Path
+
+    import nbformat
+
+    root = Path(__file__).resolve().parents[1]
+    nb = nbformat.read(next((root / "solutions" / notebook).glob("*.ipynb")), as_version=4)
+    visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
+    namespace: dict = {}
+    exec((root / "tests" / "mutants" / notebook / f"{exercise}__{mutant}.py").read_text(), namespace)
+    with pytest.raises(AssertionError) as error:
+        exec(visible, namespace)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("mutant", ["k_dot_T", "transposes_first_two"])
+def test_attention_with_the_wrong_transpose_gets_the_course_hint_first(mutant):
+    # issue 18: q @ k.T passes the 2-D checks; the batched check comes first and names the fix.
+    message = _first_visible_failure("03_attention", "scaled_dot_product_attention", mutant)
+    assert "batch" in message and "transpose the last two dimensions of k (k.transpose(-2, -1)), not the first two" in message
+
+
+def test_attention_with_the_softmax_over_the_queries_is_told_the_dimension():
+    message = _first_visible_failure("03_attention", "scaled_dot_product_attention", "softmax_wrong_axis")
+    assert "row sums" in message and "LAST dimension" in message and "dim=-1" in message and "dim=-2" in message

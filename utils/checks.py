@@ -229,9 +229,10 @@ def assert_close(
     expected_value = float(expected)
     actual_value = _to_float(actual, name=name, hint=hint)
     if not _scalar_close(actual_value, expected_value, atol, rtol):
+        shown_actual, shown_expected = _pair(actual_value, expected_value)
         _fail(
             name,
-            f"expected {expected_value:.6g}, got {actual_value:.6g} "
+            f"expected {shown_expected}, got {shown_actual} "
             f"(difference {abs(actual_value - expected_value):.3g}, tolerance {atol + rtol * abs(expected_value):.3g}).",
             hint,
         )
@@ -269,6 +270,15 @@ def _scalar_close(a: float, e: float, atol: float, rtol: float) -> bool:
     return abs(a - e) <= atol + rtol * abs(e)
 
 
+def _pair(actual: float, expected: float) -> tuple[str, str]:
+    """Format two numbers with the fewest significant digits (6 at least, 17 at most) that tell them apart."""
+    for digits in range(6, 18):
+        a, e = f"{actual:.{digits}g}", f"{expected:.{digits}g}"
+        if a != e:
+            return a, e
+    return f"{actual!r}", f"{expected!r}"
+
+
 def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, atol: float, rtol: float,
                     hint: str | None) -> None:
     __tracebackhide__ = True
@@ -279,6 +289,7 @@ def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, at
               if not (_isnan(float(actual[i])) or _isinf(float(actual[i])) or _isinf(float(expected[i])))]
     worst = f"{max(finite):.3g}" if finite else "not finite"
     first = bad[0]
+    got, want = float(actual[first]), float(expected[first])
     index = []
     for size in reversed(shape):
         index.append(first % size)
@@ -286,8 +297,8 @@ def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, at
     _fail(
         name,
         f"{len(bad)} of {len(expected)} values differ (largest difference {worst}, atol={atol:g}, rtol={rtol:g}). "
-        f"First mismatch at index {tuple(reversed(index))}: expected {float(expected[bad[0]]):.6g}, "
-        f"got {float(actual[bad[0]]):.6g}.\n"
+        f"First mismatch at index {tuple(reversed(index))}: expected {_pair(got, want)[1]}, "
+        f"got {_pair(got, want)[0]}.\n"
         f"expected: {_short_list(expected, shape)}\ngot:      {_short_list(actual, shape)}",
         hint,
     )

@@ -1,0 +1,13 @@
+"""Returns the 0-d tensor from .var() instead of a Python float."""
+import math
+
+import torch
+
+
+def mc_dot_product_variance(d_k, n_samples, generator, sigma=1.0, scaled=False):
+    q = sigma * torch.randn(n_samples, d_k, generator=generator)
+    k = sigma * torch.randn(n_samples, d_k, generator=generator)
+    scores = (q * k).sum(dim=-1)
+    if scaled:
+        scores = scores / math.sqrt(d_k)
+    return scores.var()
