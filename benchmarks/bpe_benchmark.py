@@ -4,7 +4,8 @@ Both train on the same offline corpus, the Python documentation's help text
 (``utils.corpus.python_docs()``, about 460 KB, used raw here: the notebook trains on its prose only), for
 the same number of merges. The script prints the
 training time of each (best of ``--repeats`` runs), their ratio, and the compression each achieves on
-the training corpus (UTF-8 bytes per token). It also times the straightforward trainer that recounts
+the training corpus (UTF-8 bytes per token), and splits the reference's time into pre-tokenization,
+counting (building the ``PairCounter``) and merging. It also times the straightforward trainer that recounts
 every pair after every merge, for a smaller number of merges, to show what the incremental pair-count
 update in the reference solution is worth.
 
@@ -110,6 +111,20 @@ def best_of(repeats: int, function, *args):
     return best, result
 
 
+def time_split(ref: dict, text: str, total_seconds: float, repeats: int) -> tuple:
+    """(pre-tokenization, counting, merging) seconds of the reference trainer.
+
+    Pre-tokenization: split_words and the Counter of distinct words as UTF-8 byte tuples; counting:
+    building the PairCounter (the one full count and its index); merging: the rest of train_bpe's
+    best time (picking the top pair and the incremental updates of every merge)."""
+    def pre_tokenize():
+        return collections.Counter(tuple(word.encode("utf-8")) for word in ref["split_words"](text))
+
+    pre_seconds, words = best_of(repeats, pre_tokenize)
+    count_seconds, _ = best_of(repeats, ref["PairCounter"], words)
+    return pre_seconds, count_seconds, max(0.0, total_seconds - pre_seconds - count_seconds)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--merges", type=int, default=5000, help="merges for the reference and HF (default 5000)")
@@ -166,6 +181,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name:44s} {n:7d} {seconds:9.3f} {shown}")
     print()
     print(f"reference / HF time ratio at {args.merges} merges: {ours_seconds / hf_seconds:.2f}x")
+    pre_seconds, count_seconds, merge_seconds = time_split(ref, text, ours_seconds, args.repeats)
+    print(f"reference split: pre-tokenization {pre_seconds:.3f} s, counting (PairCounter) {count_seconds:.3f} s, "
+          f"merging {merge_seconds:.3f} s (top-pair selection and updates, {args.merges} merges)")
     if args.naive_merges:
         per_merge = naive_seconds / args.naive_merges
         print(f"recount / incremental time ratio at {args.naive_merges} merges: {naive_seconds / small_seconds:.1f}x "

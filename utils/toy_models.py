@@ -25,3 +25,24 @@ class PrefixSumLM(nn.Module):
         if ids.dtype != torch.int64 or ids.dim() != 2:
             raise TypeError(f"PrefixSumLM takes int64 ids of shape (B, T), got {tuple(ids.shape)} {ids.dtype}")
         return self.table[ids].cumsum(dim=1)
+
+
+class GradModeLM(nn.Module):
+    """A bigram table whose logits show whether autograd is recording.
+
+    ``logits[b, t] = table[ids[b, t]]``, except that while gradients are being recorded
+    (``torch.is_grad_enabled()``) every position predicts token 0 by a margin of 1000: greedy decoding
+    under ``torch.no_grad()`` (or ``torch.inference_mode()``) follows the table, without it emits 0s.
+    """
+
+    def __init__(self, vocab_size: int, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(vocab_size, vocab_size, dtype=dtype))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        logits = self.table[ids]
+        if torch.is_grad_enabled():
+            bias = torch.zeros(logits.shape[-1], dtype=logits.dtype)
+            bias[0] = 1000.0
+            logits = logits + bias
+        return logits
