@@ -263,5 +263,7 @@ def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
     for message in ("double modified its argument `x` in place (2 of 2 values changed); return a new tensor instead",
                     "double modified its argument `x` in place (5 of 6 values changed); return a new tensor instead"):
         assert message in page, f"the feedback page should say: {message}"
+    assert ">double: hidden tests</a>" in page and ">scale_: visible tests</a>" in page, "summary entries are named"
+    assert "white-space: pre-wrap" in page and "<script" not in page
     with open(out / "grades.csv", newline="") as handle:
         assert {r["student_id"]: r["score"] for r in csv.DictReader(handle)}["double_in_place"] == "3"
