@@ -224,7 +224,7 @@ def changed_inputs(label: str, args: tuple, kwargs: dict, changed) -> str | None
     for entry in changed[:MAX_CHANGES_READ]:
         try:
             found = _one_change(args, kwargs, entry)
-        except (wire.WireError, RecursionError, TypeError, ValueError, KeyError, IndexError):
+        except (wire.WireError, RecursionError, TypeError, ValueError, KeyError, IndexError, RuntimeError):
             continue
         if found:
             problems.append(found)

@@ -3,14 +3,15 @@
 The last cell of every notebook in the course's public edition calls ``grade_this_notebook``. It
 starts the judge (``autograder.judge``) as a child process and answers its calls from this kernel:
 the judge runs every graded test of the notebook, visible and hidden, against the answers defined
-here now, and prints one line per exercise (points, passed or not, and the message of the first
-failed check). The hidden tests' source is never shown; they travel in a bundle built by
+here now, and prints one line per exercise (points, passed or not), each failed test's whole
+message (hint included) under it, and the total. The hidden tests' source is never shown; they travel in a bundle built by
 ``python -m autograder build`` (``autograder/selfgrade/<assignment>.bin``).
 
 This is honest only towards yourself: the tests and your code share your machine, so anything can
 be faked. A graded class uses the private edition (``python -m autograder build --no-self-grading``),
 which ships neither this cell nor the bundles. From a terminal: ``python -m autograder selfgrade
-NOTEBOOK`` runs a saved notebook in a fresh kernel and then grades it the same way.
+NOTEBOOK`` runs a saved notebook in a fresh kernel and then grades it the same way (the assignment
+is the notebook's folder name, else the one whose notebook has its file name, else ``--assignment``).
 """
 
 from __future__ import annotations
