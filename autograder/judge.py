@@ -232,9 +232,10 @@ def changed_inputs(label: str, args: tuple, kwargs: dict, changed) -> str | None
         return None
     (name, what, kind), more = problems[0], len(problems) - 1
     who = label[5:] if label.startswith("your ") else label
-    advice = {"tensor": "return a new tensor instead (work on a copy such as x.clone(), or write x = x + 1 "
-                        "rather than x += 1)",
-              "array": "return a new array instead (work on a copy, x.copy())"}.get(
+    root = name.split("[")[0] if name.split("[")[0].isidentifier() else "x"
+    advice = {"tensor": f"return a new tensor instead (work on a copy such as {root}.clone(), or write "
+                        f"{root} = {root} * 2 rather than {root} *= 2)",
+              "array": f"return a new array instead (work on a copy, {root}.copy())"}.get(
         kind, f"build and return a new {kind} instead of changing the caller's")
     text = f"{who} modified its argument `{name}` in place ({what}); {advice}."
     if more:
