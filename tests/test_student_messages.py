@@ -122,6 +122,7 @@ MISSING_WHEEL = ("WARNING: Requirement '/tmp/x/missing.whl' looks like a filenam
     (MISSING_WHEEL + ANSI_NOTICE, "Could not install packages due to an OSError: [Errno 2] No such file or directory: "
                                   "'/tmp/x/missing.whl'"),
     ("ERROR: something new went wrong\n" + ANSI_NOTICE, "something new went wrong"),
+    ("ERROR: missing.whl is not a valid wheel filename.\n" + ANSI_NOTICE, "missing.whl is not a valid wheel filename."),
     (ANSI_NOTICE, "pip failed"),
 ])
 def test_failed_install_shows_the_real_cause(output, cause):
