@@ -124,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.notebook.is_file():
             parser.error(f"{args.notebook} is not a notebook file")
-        grade_saved_notebook(args.notebook, args.assignment)
-        return 0
+        return grade_saved_notebook(args.notebook, args.assignment)
     if args.command == "demo":
         from .demo import run_demo
         from .sandbox import RunnerCannotStart, SandboxUnavailable

@@ -56,6 +56,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import conventions
 from .course_directory import course_config, link_sources, make_api, put_scripts_on_path
+from .feedback_page import readable_page
 from .flags import MAX_SCANNED_CHARS, flags_for
 from .judge import error_output, sign
 from .repair import repair
@@ -671,7 +672,7 @@ def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
     shutil.copytree(source, target)
     for page in target.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        page.write_text(text.replace("<head>", "<head>\n" + CSP, 1), encoding="utf-8")
+        page.write_text(readable_page(text.replace("<head>", "<head>\n" + CSP, 1)), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -131,8 +131,14 @@ class Handle(wire.Ref):
         object.__setattr__(self, "_label", label)
 
     def __call__(self, *args, **kwargs):
+        return self._call(args, kwargs, may_mutate=False)
+
+    def _call(self, args: tuple, kwargs: dict, *, may_mutate: bool):
+        """Call where the object lives. Unless ``may_mutate``, a by-value argument the call changed
+        (the runner reports what it saw; ``changed_inputs`` here decides) fails the test."""
         return self._session.ask({"op": "call", "target": self._target(), "args": self._session.send(list(args)),
-                                  "kwargs": self._session.send(dict(kwargs))}, self._label)
+                                  "kwargs": self._session.send(dict(kwargs)), "may_mutate": bool(may_mutate)},
+                                 self._label, sent=None if may_mutate else (tuple(args), dict(kwargs)))
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -168,6 +174,12 @@ class _Probes:
                             "kwargs": session.send(dict(kwargs)), "extra": session.send(dict(extra))},
                            f"probes.{kind}")
 
+    def mutating_call(self, target, args, kwargs):
+        if not isinstance(target, Handle):
+            raise TypeError(f"probes.mutating_call needs one of the notebook's functions, classes or objects, "
+                            f"got {type(target).__name__}")
+        return target._call(tuple(args), dict(kwargs), may_mutate=True)
+
     @contextlib.contextmanager
     def time_limit(self, seconds: float, what: str):
         previous = self.session.call_limit
@@ -193,6 +205,157 @@ def _exception_from(error: dict, label: str) -> BaseException:
         except Exception:  # noqa: BLE001 - a built-in whose constructor wants other arguments
             pass
     return StudentCodeError(f"{name}: {text}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs changed by a call: the runner reports what it saw, the judge compares with what it sent
+
+MAX_CHANGES_READ = 20
+
+
+def changed_inputs(label: str, args: tuple, kwargs: dict, changed) -> str | None:
+    """The failure message for a call that modified a by-value argument, or None when it did not.
+
+    ``args``/``kwargs`` are the values the test passed (the judge's own objects); ``changed`` is the
+    runner's report (``kernel_agent.changed_arguments``). Nothing in the report is believed: each
+    entry names a part of an argument and what it holds now, and only a real difference from what
+    the test sent counts.
+    """
+    if type(changed) is not list:
+        return None
+    problems = []
+    for entry in changed[:MAX_CHANGES_READ]:
+        try:
+            found = _one_change(args, kwargs, entry)
+        except (wire.WireError, RecursionError, TypeError, ValueError, KeyError, IndexError, RuntimeError):
+            continue
+        if found:
+            problems.append(found)
+    if not problems:
+        return None
+    (name, what, kind), more = problems[0], len(problems) - 1
+    who = label[5:] if label.startswith("your ") else label
+    root = name.split("[")[0] if name.split("[")[0].isidentifier() else "x"
+    advice = {"tensor": f"return a new tensor instead (work on a copy such as {root}.clone(), or write "
+                        f"{root} = {root} * 2 rather than {root} *= 2)",
+              "array": f"return a new array instead (work on a copy, {root}.copy())"}.get(
+        kind, f"build and return a new {kind} instead of changing the caller's")
+    text = f"{who} modified its argument `{name}` in place ({what}); {advice}."
+    if more:
+        text += f" ({more} more part{'s' if more > 1 else ''} of its arguments changed too.)"
+    return text + "\nHint: the caller's inputs must be left as they were (the exercise's docstring says so)."
+
+
+def _one_change(args: tuple, kwargs: dict, entry) -> tuple[str, str, str] | None:
+    if type(entry) is not dict or type(entry.get("path")) is not list or len(entry["path"]) > wire.MAX_DEPTH:
+        return None
+    arg = entry.get("arg")
+    if type(arg) is int and 0 <= arg < len(args):
+        node = args[arg]
+    elif type(arg) is str and arg in kwargs:
+        node = kwargs[arg]
+    else:
+        return None
+    name = entry.get("name")
+    if not (type(name) is str and 0 < len(name) <= 60 and name.replace("_", "a").replace("[", "").replace("]", "")
+            .isalnum() and name.isascii()):
+        name = arg if type(arg) is str else f"#{arg + 1}"
+    for step in entry["path"]:
+        if type(step) is not int:
+            return None
+        if isinstance(node, dict):
+            key = list(node.keys())[step]
+            name += f"[{_short(key)}]"
+            node = node[key]
+        elif isinstance(node, (list, tuple)):
+            node = node[step]
+            name += f"[{step}]"
+        else:
+            return None
+    after = wire.decode(entry["after"]) if entry.get("after") is not None else _UNREADABLE
+    what = _what_changed(node, after)
+    if what is None:
+        return None
+    import numpy as np
+    import torch
+
+    kind = ("tensor" if isinstance(node, torch.Tensor) else "array" if isinstance(node, np.ndarray)
+            else "dict" if isinstance(node, dict) else "list")
+    return name, what, kind
+
+
+_UNREADABLE = object()
+
+
+def _what_changed(before, after) -> str | None:
+    import numpy as np
+    import torch
+
+    if after is _UNREADABLE:
+        return "it now holds something the grader cannot read"
+    if isinstance(before, (torch.Tensor, np.ndarray)):
+        kind = torch.Tensor if isinstance(before, torch.Tensor) else np.ndarray
+        if not isinstance(after, kind):
+            return f"it was replaced by a {type(after).__name__}"
+        if tuple(before.shape) != tuple(after.shape):
+            return f"its shape changed from {tuple(before.shape)} to {tuple(after.shape)}"
+        if before.dtype != after.dtype:
+            return f"its dtype changed from {before.dtype} to {after.dtype}"
+        if kind is torch.Tensor:
+            b, a = before.detach(), after.detach()
+            different = (b != a) & ~(_nan(b) & _nan(a))
+            count, total = int(different.sum()), b.numel()
+        else:
+            different = (before != after) & ~(_nan(before) & _nan(after))
+            count, total = int(np.sum(different)), before.size
+        if count:
+            return f"{count} of {total} value{'s' if total != 1 else ''} changed"
+        if kind is torch.Tensor and before.requires_grad != after.requires_grad:
+            return f"its requires_grad changed from {before.requires_grad} to {after.requires_grad}"
+        return None
+    if isinstance(before, dict):
+        if not isinstance(after, dict):
+            return f"it was replaced by a {type(after).__name__}"
+        added = [k for k in after if k not in before]
+        removed = [k for k in before if k not in after]
+        if added or removed:
+            parts = ([f"{len(added)} key{'s' if len(added) != 1 else ''} added ({_keys(added)})"] if added else []) + \
+                    ([f"{len(removed)} removed ({_keys(removed)})"] if removed else [])
+            return ", ".join(parts)
+        count = sum(_what_changed(before[k], after[k]) is not None for k in before)
+        return f"{count} of {len(before)} entries changed" if count else None
+    if isinstance(before, (list, tuple)):
+        if not isinstance(after, (list, tuple)):
+            return f"it was replaced by a {type(after).__name__}"
+        if len(before) != len(after):
+            return f"its length changed from {len(before)} to {len(after)}"
+        count = sum(_what_changed(b, a) is not None for b, a in zip(before, after))
+        return f"{count} of {len(before)} items changed" if count else None
+    if isinstance(before, (torch.Generator, wire.Ref)):
+        return None
+    try:
+        same = wire.encode(before) == wire.encode(after)
+    except Exception:  # noqa: BLE001 - values that cannot be compared count as changed
+        same = False
+    return None if same else f"{_short(before)} became {_short(after)}"
+
+
+def _nan(values):
+    import numpy as np
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        return torch.isnan(values) if (values.is_floating_point() or values.is_complex()) else torch.zeros_like(values, dtype=torch.bool)
+    return np.isnan(values) if values.dtype.kind in "fc" else np.zeros(values.shape, dtype=bool)
+
+
+def _keys(keys: list) -> str:
+    return ", ".join(_short(k) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # --------------------------------------------------------------------------------------------------
@@ -295,7 +458,7 @@ class Session:
             raise TypeError(f"a test can send the student's code only tensors, arrays, numbers, strings, "
                             f"lists/tuples/dicts of them and the notebook's own objects ({error})") from None
 
-    def ask(self, message: dict, label: str):
+    def ask(self, message: dict, label: str, sent: tuple | None = None):
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
         if not self.alive():
             raise RunnerGone(self.trouble or "kernel died", "the student's process is not running")
@@ -313,9 +476,16 @@ class Session:
             raise
         if reply.get("ok") is True:
             try:
-                return wire.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
+                value = wire.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
             except (wire.WireError, RecursionError, TypeError, ValueError) as error:
                 raise StudentCodeError(f"{label} returned something the grader cannot read: {error}") from None
+            if sent is not None and reply.get("changed"):
+                problem = changed_inputs(label, sent[0], sent[1], reply.get("changed"))
+                if problem:
+                    from utils.checks import CheckFailure
+
+                    raise CheckFailure(problem)
+            return value
         error = reply.get("error")
         if type(error) is dict and error.get("type") == "KeyboardInterrupt":
             self.trouble = self.trouble or "timeout"

@@ -7,7 +7,11 @@ module the test constructed, an iterator) under numbered references.
 
 Requests (already JSON-decoded):
 
-* ``{"op": "call", "target": T, "args": [...], "kwargs": {...}}``: call a name or a reference;
+* ``{"op": "call", "target": T, "args": [...], "kwargs": {...}, "may_mutate": false}``: call a name or a
+  reference. Unless ``may_mutate`` is true, the by-value arguments (tensors, arrays, lists, tuples,
+  dicts, nested) are compared afterwards with what arrived, and the reply lists each one that changed
+  (``"changed"``: its position or keyword, its parameter name, the path inside it, its value now);
+  the judge compares that with what it sent and decides. References and generators are exempt;
 * ``{"op": "getattr", "target": T, "name": "training"}``;
 * ``{"op": "probe", "kind": "gradients", "target": T, "args": [...], "kwargs": {...}, "extra": {...}}``:
   run the kernel-side half of a ``utils.probes`` probe;
@@ -87,9 +91,15 @@ class Agent:
                     raise AttributeError(f"cannot read attribute {name!r}")
                 result = getattr(target, name)
             elif op == "call":
-                args = self.value(request.get("args", []))
-                kwargs = self.value(request.get("kwargs", {"$": "dict", "items": []}))
+                sent_args = request.get("args", [])
+                sent_kwargs = request.get("kwargs", {"$": "dict", "items": []})
+                args = self.value(sent_args)
+                kwargs = self.value(sent_kwargs)
                 result = _quietly(target, args, kwargs)
+                if request.get("may_mutate") is not True:
+                    changed = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
+                    if changed:
+                        return {"ok": True, "value": wire.encode(result, self.remember), "changed": changed}
             elif op == "probe":
                 from utils import probes
 
@@ -105,6 +115,100 @@ class Agent:
             return {"ok": True, "value": wire.encode(result, self.remember)}
         except BaseException as error:  # noqa: BLE001 - every failure of student code is an answer
             return {"ok": False, "error": describe_error(error)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Arguments changed by a call: the facts, for the judge to weigh (``autograder.judge``)
+
+MAX_CHANGES = 20
+_EXEMPT_TAGS = ("ref", "global", "generator")
+
+
+def changed_arguments(target, sent_args, sent_kwargs, args, kwargs) -> list[dict]:
+    """Each by-value argument (or part of one) that differs, after the call, from what was sent.
+
+    ``sent_*`` are the arguments as they arrived on the wire; ``args``/``kwargs`` the objects the call
+    received. Comparing an argument with its wire form costs one encoding of it (no extra copy is
+    kept before the call). References (a model) and generators are exempt: their state changing is
+    normal. Each change: ``{"arg": position or keyword, "name": parameter name or None, "path": [index
+    of the item or dict entry, ...], "after": the changed part's value now (encoded; None when it
+    cannot be sent)}``.
+    """
+    found: list[dict] = []
+    if type(sent_args) is list and len(sent_args) == len(args):
+        for position, (sent, live) in enumerate(zip(sent_args, args)):
+            _diff(sent, live, [], found, position)
+    if type(sent_kwargs) is dict and type(sent_kwargs.get("items")) is list:
+        for pair in sent_kwargs["items"]:
+            if type(pair) is list and len(pair) == 2 and type(pair[0]) is str and pair[0] in kwargs:
+                _diff(pair[1], kwargs[pair[0]], [], found, pair[0])
+    if found:
+        names = _parameter_names(target, len(args), kwargs)
+        for change in found:
+            change["name"] = names.get(change["arg"]) if type(change["arg"]) is int else change["arg"]
+    return found[:MAX_CHANGES]
+
+
+def _diff(sent, live, path: list, found: list, arg) -> None:
+    if len(found) >= MAX_CHANGES:
+        return
+    tag = sent.get("$") if type(sent) is dict else None
+    if tag in _EXEMPT_TAGS:
+        return
+    if type(sent) is list:
+        if type(live) is list and len(live) == len(sent):
+            for index, (s, v) in enumerate(zip(sent, live)):
+                _diff(s, v, path + [index], found, arg)
+            return
+    elif tag == "tuple" and type(sent.get("items")) is list:
+        items = sent["items"]
+        if isinstance(live, tuple) and len(live) == len(items):
+            for index, (s, v) in enumerate(zip(items, live)):
+                _diff(s, v, path + [index], found, arg)
+            return
+    elif tag == "dict" and type(sent.get("items")) is list:
+        pairs = sent["items"]
+        try:
+            keys = [wire.decode(pair[0]) for pair in pairs]
+        except (wire.WireError, TypeError, IndexError, RecursionError):
+            return
+        if isinstance(live, dict) and list(live.keys()) == keys:
+            for index, (pair, key) in enumerate(zip(pairs, keys)):
+                _diff(pair[1], live[key], path + [index], found, arg)
+            return
+    elif _same_encoding(sent, live):
+        return
+    try:
+        after = wire.encode(live)
+    except (wire.WireError, RecursionError, TypeError, ValueError, RuntimeError):
+        after = None
+    found.append({"arg": arg, "path": path, "after": after})
+
+
+def _same_encoding(sent, live) -> bool:
+    try:
+        return wire.encode(live) == sent
+    except (wire.WireError, RecursionError, TypeError, ValueError, RuntimeError):
+        return False
+
+
+def _parameter_names(target, count: int, kwargs: dict) -> dict:
+    """Position -> parameter name, from the callable's signature (best effort)."""
+    import inspect
+
+    try:
+        bound = inspect.signature(target).bind_partial(*range(count), **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    names = {}
+    for name, value in bound.arguments.items():
+        if type(value) is int and name not in kwargs:
+            names[value] = name
+        elif type(value) is tuple:  # *args
+            for offset, position in enumerate(value):
+                if type(position) is int:
+                    names[position] = f"{name}[{offset}]"
+    return names
 
 
 def _quietly(function, args, kwargs):

@@ -3,14 +3,15 @@
 The last cell of every notebook in the course's public edition calls ``grade_this_notebook``. It
 starts the judge (``autograder.judge``) as a child process and answers its calls from this kernel:
 the judge runs every graded test of the notebook, visible and hidden, against the answers defined
-here now, and prints one line per exercise (points, passed or not, and the message of the first
-failed check). The hidden tests' source is never shown; they travel in a bundle built by
+here now, and prints one line per exercise (points, passed or not), each failed test's whole
+message (hint included) under it, and the total. The hidden tests' source is never shown; they travel in a bundle built by
 ``python -m autograder build`` (``autograder/selfgrade/<assignment>.bin``).
 
 This is honest only towards yourself: the tests and your code share your machine, so anything can
 be faked. A graded class uses the private edition (``python -m autograder build --no-self-grading``),
 which ships neither this cell nor the bundles. From a terminal: ``python -m autograder selfgrade
-NOTEBOOK`` runs a saved notebook in a fresh kernel and then grades it the same way.
+NOTEBOOK`` runs a saved notebook in a fresh kernel and then grades it the same way (the assignment
+is the notebook's folder name, else the one whose notebook has its file name, else ``--assignment``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -125,8 +127,8 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def summarise(results: list[dict]) -> tuple[list[list[str]], float, float]:
-    """One row per exercise: name, points, verdict, first failure message."""
+def summarise(results: list[dict]) -> tuple[list[list], float, float]:
+    """One row per exercise: name, points, verdict, and each failed test's whole message (hint included)."""
     rows, earned, total = [], 0.0, 0.0
     by_exercise: dict[str, list[dict]] = {}
     for result in results:
@@ -138,16 +140,37 @@ def summarise(results: list[dict]) -> tuple[list[list[str]], float, float]:
         failed = [t for t in tests if not t["passed"]]
         verdict = "passed" if not failed else ("hidden tests failed" if all("hidden" in t["grade_id"] for t in failed)
                                                else "failed")
-        message = failed[0]["message"].strip().splitlines()[0][:160] if failed and failed[0]["message"].strip() else ""
-        rows.append([exercise, f"{got:g} / {points:g}", verdict, message])
+        messages = [(t["grade_id"], str(t["message"]).strip()) for t in failed]
+        rows.append([exercise, f"{got:g} / {points:g}", verdict, messages])
     return rows, earned, total
 
 
-def grade_this_notebook(assignment_name: str) -> float | None:
-    """Run this notebook's tests (visible and hidden) on the answers defined now; print the table."""
+def format_table(rows: list[list], earned: float, total: float) -> str:
+    """The table the self-grading cell prints: a line per exercise, then each failure's message in full."""
+    width = max([len(r[0]) for r in rows] + [8])
+    lines = [f"{'exercise':<{width}}  points     result"]
+    for name, points, verdict, messages in rows:
+        lines.append(f"{name:<{width}}  {points:<9}  {verdict}")
+        for grade_id, message in messages:
+            text = message.splitlines() or ["(no message)"]
+            lines.append(f"    {grade_id}: {text[0]}")
+            lines += [f"    {'':{len(grade_id)}}  {line}" for line in text[1:]]
+    lines.append(f"\nTotal: {earned:g} / {total:g} points")
+    return "\n".join(lines)
+
+
+def grade_this_notebook(assignment_name: str) -> None:
+    """Run this notebook's tests (visible and hidden) on the answers defined now; print the table.
+
+    Returns None, so the cell shows the table only (no ``Out[..]`` echo of the total)."""
     bundle = read_bundle(assignment_name)
     if bundle is None:
-        print("Self-grading is switched off in this edition of the course (your instructor grades your work).")
+        known = available_assignments()
+        if known:
+            print(f"Self-grading has no tests for an assignment named {assignment_name!r} "
+                  f"(this edition has: {', '.join(known)}).")
+        else:
+            print("Self-grading is switched off in this edition of the course (your instructor grades your work).")
         return None
     import __main__
 
@@ -160,34 +183,75 @@ def grade_this_notebook(assignment_name: str) -> float | None:
         namespace = vars(__main__)
     results = run_tests(bundle, namespace)
     rows, earned, total = summarise(results)
-    width = max([len(r[0]) for r in rows] + [8])
-    print(f"{'exercise':<{width}}  points     result")
-    for name, points, verdict, message in rows:
-        print(f"{name:<{width}}  {points:<9}  {verdict}" + (f": {message}" if message else ""))
-    print(f"\nTotal: {earned:g} / {total:g} points")
-    return earned
+    print(format_table(rows, earned, total))
+    return None
 
 
-def grade_saved_notebook(path: Path, assignment_name: str | None = None) -> float | None:
-    """``python -m autograder selfgrade NOTEBOOK``: run a saved notebook in a fresh kernel, then grade it."""
+def available_assignments() -> list[str]:
+    """The assignments this edition ships self-grading bundles for."""
+    return sorted(p.stem for p in BUNDLE_DIR.glob("*.bin")) if BUNDLE_DIR.is_dir() else []
+
+
+def infer_assignment(path: Path) -> str | None:
+    """The assignment a saved notebook belongs to: its folder's name (``01_next_token/...``), else the
+    one assignment whose notebook has its file name (``next_token.ipynb`` -> ``01_next_token``)."""
+    known = available_assignments()
+    folder = Path(path).resolve().parent.name
+    if folder in known:
+        return folder
+    by_name = [name for name in known if name.split("_", 1)[-1] == Path(path).stem]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+def grade_saved_notebook(path: Path, assignment_name: str | None = None) -> int:
+    """``python -m autograder selfgrade NOTEBOOK``: run a saved notebook in a fresh kernel, then grade it.
+
+    Returns the command's exit status: 0 when graded, 2 when the assignment is unknown."""
+    path = Path(path)
+    known = available_assignments()
+    if not known:
+        print("Self-grading is switched off in this edition of the course (your instructor grades your work).")
+        return 2
+    if assignment_name is None:
+        assignment_name = infer_assignment(path)
+        if assignment_name is None:
+            print(f"Could not tell which assignment {path} is: its folder ({path.resolve().parent.name!r}) and its "
+                  f"file name ({path.name!r}) name none of this course's assignments ({', '.join(known)}).\n"
+                  f"Say which one it is: python -m autograder selfgrade {path} --assignment {known[0]}",
+                  file=sys.stderr)
+            return 2
+    elif assignment_name not in known:
+        print(f"There is no assignment named {assignment_name!r}; this course has: {', '.join(known)}.", file=sys.stderr)
+        return 2
     import nbformat
     from nbclient import NotebookClient
 
-    path = Path(path)
     nb = nbformat.read(str(path), as_version=4)
-    if assignment_name is None:
-        assignment_name = path.resolve().parent.name
     nb.cells = [c for c in nb.cells if CELL_MARKER not in c.source]
     nb.cells.append(nbformat.v4.new_code_cell(
-        f"from autograder.selfgrade import grade_this_notebook\n_ = grade_this_notebook({assignment_name!r})"))
+        f"from autograder.selfgrade import grade_this_notebook\ngrade_this_notebook({assignment_name!r})"))
     os.environ.setdefault("MPLBACKEND", "Agg")
     client = NotebookClient(nb, timeout=1800, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    with tempfile.TemporaryFile() as log:
+        client.execute(stderr=log)   # the kernel's own stderr, filtered below
+        log.seek(0)
+        kernel_stderr = log.read().decode("utf-8", "replace")
+    for line in kernel_stderr.splitlines():
+        if line.strip() and not _is_kernel_noise(line):
+            print(line, file=sys.stderr)
     last = nb.cells[-1]
     for output in last.get("outputs", []):
         if output.get("output_type") == "stream":
             print(output.get("text", ""), end="")
         elif output.get("output_type") == "error":
             print(f"{output.get('ename')}: {output.get('evalue')}")
-    return None
+    return 0
+
+
+KERNEL_NOISE = ("Kernel is running over TCP without encryption",)
+
+
+def _is_kernel_noise(line: str) -> bool:
+    """ipykernel's start-up notice about its TCP transport says nothing about the student's work."""
+    return any(noise in line for noise in KERNEL_NOISE)

@@ -64,6 +64,54 @@ def release_problems(url: str | None = None) -> list[str]:
     return problems
 
 
+def _pip_failure_cause(output: str) -> str:
+    """The line of pip's output that says why it failed (not an upgrade notice; colour codes removed)."""
+    # pip's last line is often not the cause: "[notice] A new release of pip", or a generic
+    # "ERROR: ... Check the logs". Prefer a known cause, then git's "fatal:", then pip's "ERROR:".
+    import re
+
+    causes = ("Could not resolve host", "Temporary failure in name resolution", "Name or service not known",
+              "Failed to establish a new connection", "Network is unreachable", "Connection refused",
+              "timed out", "No such file or directory", "does not exist", "No matching distribution",
+              "Could not find a version", "Repository not found", "not found", "Permission denied",
+              "No space left", "SSL", "HTTP error", "403", "404")
+    generic = ("check the logs", "subprocess-exited-with-error", "did not run successfully",
+               "exit code", "end of output", "see above", "lines of output")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", output or "").replace("\r", "\n")
+    lines = []
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("\u2502\u2570\u2500>\u00d7 ").strip()
+        lowered = line.lower()
+        if not line or lowered.startswith("[notice]") or "new release of pip" in lowered or "pip install --upgrade pip" in lowered \
+                or "you are using pip version" in lowered:
+            continue
+        lines.append(line)
+    useful = [line for line in lines if not any(g in line.lower() for g in generic)]
+    for cause in causes:
+        for line in useful:
+            where = line.lower().find(cause.lower())
+            if where >= 0:
+                return _tidy(line if len(line) <= 160 else line[where:].split("'")[0].split(")")[0])
+    for prefix in ("fatal:", "ERROR:", "error:"):
+        for line in reversed(useful):
+            if line.startswith(prefix):
+                return _tidy(line)
+    return _tidy((useful or lines or ["pip failed"])[-1])
+
+
+def _tidy(line: str) -> str:
+    for prefix in ("ERROR: ", "error: ", "fatal: "):
+        if line.startswith(prefix):
+            line = line[len(prefix):]
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _helper_source() -> str:
+    import inspect
+
+    return inspect.getsource(_pip_failure_cause) + "\n\n" + inspect.getsource(_tidy)
+
+
 def setup_cell_source() -> str:
     return f'''\
 # Set-up: run this cell first.
@@ -71,6 +119,8 @@ def setup_cell_source() -> str:
 # notebooks use, from the course repository; on your own machine (after the README's quick start)
 # it only imports them. It seeds the random generators and picks the device: a CUDA GPU if there
 # is one (Colab: Runtime > Change runtime type > GPU), else Apple MPS, else the CPU.
+{_helper_source()}
+
 def _install_course_helpers():
     import importlib, os, subprocess, sys
 
@@ -96,9 +146,8 @@ def _install_course_helpers():
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-color",
                           f"{DISTRIBUTION}[{NOTEBOOKS_EXTRA}] @ {{source}}"], capture_output=True, text=True)
     if pip.returncode != 0:
-        lines = [line.strip() for line in (pip.stderr + pip.stdout).splitlines() if line.strip()]
-        errors = [line for line in lines if line.startswith("ERROR")] or lines or ["pip failed"]
-        raise SetupError(f"could not install the course helpers from {{source}} ({{errors[-1]}}). Check "
+        raise SetupError(f"could not install the course helpers from {{source}} "
+                         f"({{_pip_failure_cause(pip.stderr + chr(10) + pip.stdout)}}). Check "
                          "that this runtime is online, or work on your own machine (README: Quick start).")
     importlib.invalidate_caches()
     for name in [name for name in sys.modules if name == "utils" or name.startswith("utils.")]:
@@ -106,7 +155,7 @@ def _install_course_helpers():
 
 
 _install_course_helpers()
-del _install_course_helpers
+del _install_course_helpers, _pip_failure_cause, _tidy
 
 import utils
 from utils import checks

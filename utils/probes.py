@@ -16,6 +16,9 @@ handle, it does with a probe:
   where it lives and backpropagate; returns the output and the gradients by value;
 * ``traced_call(fn, *args, **kwargs)``: the result plus what the call did to its arguments (were
   they modified in place? is the result one of them, or a view of one?);
+* ``mutating_call(fn, *args, **kwargs)``: the call, for an exercise whose contract says it modifies
+  an argument in place. At grading time every other call of an exercise checks that the arguments the
+  test passed are unchanged afterwards, and fails naming the one that changed; this one does not;
 * ``make("torch.nn.Linear", 4, 3)``: build an object of a PyTorch or course class where the student's
   code runs, so it can be passed to an exercise (a model for an evaluation loop, say);
 * ``parameters(module)`` / ``num_parameters(module)``: a module's named parameters by value;
@@ -103,6 +106,18 @@ def traced_call(fn, *args, **kwargs) -> TracedCall:
     if not _is_local():
         return TracedCall(**_judge.probe("traced_call", fn, args, kwargs))
     return TracedCall(**_traced_call_here(fn, args, kwargs))
+
+
+def mutating_call(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` for an exercise whose contract says it modifies an argument in place.
+
+    At grading time every plain call of an exercise fails when it changed a tensor, array, list or
+    dict the test passed (the judge compares them before and after). This call is exempt; to see
+    what it did to its arguments, use ``traced_call``, which is exempt too. In your own kernel it is
+    the plain call."""
+    if not _is_local():
+        return _judge.mutating_call(fn, args, kwargs)
+    return fn(*args, **kwargs)
 
 
 def _tensors_in(value, found: list) -> list:

@@ -1,0 +1,269 @@
+"""Inputs modified in place fail at grading, as a property of the judge (not of each test).
+
+Every call of a handle checks, in the student's process, that the by-value arguments are unchanged
+afterwards (``kernel_agent.changed_arguments`` reports the facts); the judge compares the report
+with what the test sent and builds the failure (``judge.changed_inputs``). The quick tests drive
+both halves directly; the slow one grades a fixture course through the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import judge, submissions, wire
+from autograder.kernel_agent import Agent
+
+STUDENT_CODE = '''
+import torch
+
+def softmax(x):
+    x[0, :3] = 0.0                  # writes into the caller's tensor
+    return x.softmax(-1)
+
+def good(x, ids=None, table=None):
+    return x * 2
+
+def appends(tokens, extra):
+    tokens.append(extra)
+    return len(tokens)
+
+def adds_key(table, key):
+    table[key] = 5
+    return 0
+
+def wants_grad(x):
+    x.requires_grad_(True)
+    return x.detach() * 2
+
+def reshapes(x):
+    x.resize_(6)
+    return 0
+
+def recasts(x):
+    x.data = x.data.double()
+    return 0
+
+def nested(batch):
+    batch["ids"][1] += 1
+    return 0
+
+def star(*tensors):
+    tensors[1].zero_()
+    return 0
+
+def numpy_sort(a):
+    a.sort()
+    return 0
+
+def scale_(x, factor):
+    """Multiplies x by factor in place (its contract says so); returns None."""
+    x.mul_(factor)
+
+def uses_model(model, x, generator):
+    model.weight.data.zero_()            # a remote reference: its state may change
+    torch.rand(3, generator=generator)   # a generator's state changes: exempt too
+    return model(x)
+
+def nan_safe(x):
+    return torch.nan_to_num(x)           # reads only: an input with NaNs is unchanged
+'''
+
+
+class Student:
+    """The runner's half (an ``Agent`` over the student's namespace), driven the way the judge does."""
+
+    def __init__(self):
+        self.namespace: dict = {}
+        exec(STUDENT_CODE, self.namespace)  # noqa: S102 - the test's own code
+        self.agent = Agent(self.namespace)
+
+    def call(self, name, *args, may_mutate=False, **kwargs):
+        """(reply, judge's verdict) for ``name(*args, **kwargs)``."""
+        encoded = lambda value: wire.encode(value)  # noqa: E731
+        request = {"op": "call", "target": {"name": name}, "args": encoded(list(args)),
+                   "kwargs": encoded(dict(kwargs)), "may_mutate": may_mutate}
+        reply = self.agent.handle(request)
+        assert reply["ok"] is True, reply
+        return reply, judge.changed_inputs(f"your {name}", args, kwargs, reply.get("changed"))
+
+
+@pytest.fixture(scope="module")
+def student():
+    return Student()
+
+
+def test_a_tensor_written_into_fails_naming_the_argument(student):
+    x = torch.ones(3, 4)
+    _, verdict = student.call("softmax", x)
+    assert verdict is not None and verdict.startswith(
+        "softmax modified its argument `x` in place (3 of 12 values changed); return a new tensor instead"), verdict
+    assert torch.equal(x, torch.ones(3, 4)), "the judge's own tensor is never touched"
+
+
+def test_a_correct_function_passes_and_no_report_is_sent(student):
+    reply, verdict = student.call("good", torch.ones(2, 3), ids=[1, 2], table={"a": torch.zeros(2)})
+    assert verdict is None and "changed" not in reply
+
+
+@pytest.mark.parametrize("name, args, kwargs, expected", [
+    ("appends", ([1, 2, 3], 9), {}, "appends modified its argument `tokens` in place (its length changed from 3 to 4)"),
+    ("adds_key", ({"a": 1}, "b"), {}, "adds_key modified its argument `table` in place (1 key added ('b'))"),
+    ("wants_grad", (torch.ones(2),), {},
+     "wants_grad modified its argument `x` in place (its requires_grad changed from False to True)"),
+    ("reshapes", (torch.ones(2, 3),), {}, "reshapes modified its argument `x` in place (its shape changed from (2, 3) to (6,))"),
+    ("recasts", (torch.ones(2),), {},
+     "recasts modified its argument `x` in place (its dtype changed from torch.float32 to torch.float64)"),
+    ("nested", ({"ids": torch.zeros(2, 3, dtype=torch.long), "g": torch.Generator().manual_seed(1)},), {},
+     "nested modified its argument `batch['ids']` in place (3 of 6 values changed)"),
+    ("star", (torch.ones(2), torch.ones(5)), {}, "star modified its argument `tensors[1]` in place (5 of 5 values changed)"),
+    ("numpy_sort", (np.array([3.0, 1.0, 2.0]),), {},
+     "numpy_sort modified its argument `a` in place (3 of 3 values changed); return a new array instead"),
+    ("scale_", (), {"x": torch.ones(3), "factor": 2.0}, "scale_ modified its argument `x` in place (3 of 3 values changed)"),
+])
+def test_every_kind_of_change_is_named(student, name, args, kwargs, expected):
+    _, verdict = student.call(name, *args, **kwargs)
+    assert verdict is not None and verdict.startswith(expected), f"expected {expected!r}, got {verdict!r}"
+
+
+def test_references_and_generators_are_exempt(student):
+    model = student.agent.remember(torch.nn.Linear(3, 2))
+    request = {"op": "call", "target": {"name": "uses_model"},
+               "args": [{"$": "ref", "id": model}, wire.encode(torch.ones(1, 3)),
+                        wire.encode(torch.Generator().manual_seed(0))],
+               "kwargs": {"$": "dict", "items": []}}
+    reply = student.agent.handle(request)
+    assert reply["ok"] is True and "changed" not in reply, reply
+
+
+def test_unchanged_nans_are_not_a_change(student):
+    _, verdict = student.call("nan_safe", torch.tensor([float("nan"), 1.0]))
+    assert verdict is None
+
+
+def test_the_opt_out_skips_the_check(student):
+    reply, verdict = student.call("scale_", torch.ones(3), 2.0, may_mutate=True)
+    assert verdict is None and "changed" not in reply
+
+
+def test_the_judge_believes_only_real_differences(student):
+    """A runner that reports a change that is not one (or garbage) fails nobody."""
+    x = torch.ones(2, 2)
+    forged = [{"arg": 0, "name": "x", "path": [], "after": wire.encode(torch.ones(2, 2))},
+              {"arg": 7, "name": "y", "path": [], "after": None}, {"arg": 0, "path": [0, 0, 0]}, "junk",
+              {"arg": 0, "name": "<script>", "path": "x", "after": 3}]
+    assert judge.changed_inputs("your f", (x,), {}, forged) is None
+    assert judge.changed_inputs("your f", (x,), {}, "not a list") is None
+    real = [{"arg": 0, "name": "<b>x</b>", "path": [], "after": wire.encode(torch.zeros(2, 2))}]
+    assert judge.changed_inputs("your f", (x,), {}, real).startswith(
+        "f modified its argument `#1` in place (4 of 4 values changed)"), "an odd name is not repeated"
+
+
+# --------------------------------------------------------------------------------------------------
+# Through the whole grader: a fixture course with one exercise that must not mutate and one whose
+# contract says it does (its tests use the opt-out)
+
+SOLUTIONS = {
+    "double": '''import torch
+
+def double(x):
+    """Return 2 * x as a new tensor (any shape); x is not modified."""
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION''',
+    "scale_": '''import torch
+
+def scale_(x, factor):
+    """Multiply the tensor x by factor in place (x is modified) and return None."""
+    ### BEGIN SOLUTION
+    x.mul_(factor)
+    ### END SOLUTION''',
+}
+TESTS = {
+    "double": ('''import torch
+from utils import checks
+checks.assert_close(double(torch.tensor([1.0, -2.0])), torch.tensor([2.0, -4.0]), name="double")
+print("visible tests passed")''', '''# Hidden tests for double run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+import torch
+from utils import checks
+checks.assert_close(double(torch.arange(6.0).reshape(2, 3)), torch.arange(6.0).reshape(2, 3) * 2, name="double")
+### END HIDDEN TESTS'''),
+    "scale_": ('''import torch
+from utils import checks, probes
+checks.assert_equal(probes.mutating_call(scale_, torch.ones(2), 3.0), None, name="scale_ returns")
+print("visible tests passed")''', '''# Hidden tests for scale_ run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+import torch
+from utils import checks, probes
+traced = probes.traced_call(scale_, torch.arange(4.0), 2.0)
+checks.assert_close(traced.args_after[0], torch.arange(4.0) * 2, atol=0, rtol=0, name="x after scale_",
+                    hint="scale_ multiplies x in place.")
+### END HIDDEN TESTS'''),
+}
+
+
+def _course(root):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from autograder import conventions
+    from autograder.build import build
+    from fixture_course import _meta
+
+    cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
+    for name, solution in SOLUTIONS.items():
+        visible, hidden = TESTS[name]
+        cells += [new_code_cell(solution, metadata=_meta(name, solution=True, locked=False)),
+                  new_code_cell(visible, metadata=_meta(f"test_{name}", grade=True, points=1)),
+                  new_code_cell(hidden, metadata=_meta(f"test_{name}_hidden", grade=True, points=2))]
+    nb = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                                            "name": "python3"}, "language_info": {"name": "python"}})
+    source = root / "solutions" / "01_fixture" / "fixture.ipynb"
+    source.parent.mkdir(parents=True)
+    nbformat.write(nb, str(source))
+    build(root / "solutions", root / "notebooks")
+    return conventions.Assignment("01_fixture", source)
+
+
+# student -> (answers, expected score of 6)
+STUDENTS = {
+    "correct": ({}, 6),
+    "double_in_place": ({"double": "import torch\ndef double(x):\n    x.mul_(2)\n    return x"}, 3),
+    "double_through_a_view": ({"double": "import torch\ndef double(x):\n    y = x.view(-1)\n    y *= 2\n    return x"}, 3),
+    "scale_copies": ({"scale_": "import torch\ndef scale_(x, factor):\n    x = x * factor"}, 4),
+}
+
+
+@pytest.mark.slow
+def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
+    from autograder.grading import grade
+    from autograder.sandbox import Limits
+    from conftest import TEST_SANDBOX
+
+    root = tmp_path / "course"
+    root.mkdir()
+    assignment = _course(root)
+    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
+    subs = root / "submitted"
+    for student, (answers, _) in STUDENTS.items():
+        nb = submissions.filled_in(assignment, answers, release_path=release)
+        submissions.write(nb, subs / student / "01_fixture" / "fixture.ipynb")
+    out = root / "out"
+    rows = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
+                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120,
+                                                         sandbox=TEST_SANDBOX))}
+    for student, (_, score) in STUDENTS.items():
+        assert (rows[student].score, rows[student].max_score, rows[student].status) == (score, 6, "ok"), (
+            f"{student}: {rows[student].score} / {rows[student].max_score}, {rows[student].status} ({rows[student].detail})")
+    page = (out / "feedback" / "double_in_place" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    for message in ("double modified its argument `x` in place (2 of 2 values changed); return a new tensor instead",
+                    "double modified its argument `x` in place (5 of 6 values changed); return a new tensor instead"):
+        assert message in page, f"the feedback page should say: {message}"
+    assert ">double: hidden tests</a>" in page and ">scale_: visible tests</a>" in page, "summary entries are named"
+    assert "white-space: pre-wrap" in page and "<script" not in page
+    with open(out / "grades.csv", newline="") as handle:
+        assert {r["student_id"]: r["score"] for r in csv.DictReader(handle)}["double_in_place"] == "3"
