@@ -28,7 +28,7 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_head: int):
         super().__init__()
         if d_model % n_head:
-            raise ValueError(f"d_model = {d_model} is not divisible by n_head = {n_head}")
+            raise ValueError(f"the width {d_model} must be a multiple of the number of heads {n_head}")
         self.n_head, self.d_head = n_head, d_model // n_head
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)

@@ -62,7 +62,7 @@ class TinyGPT(nn.Module):
                  attention=None, seed: int = 0):
         super().__init__()
         if d_model % n_head:
-            raise ValueError(f"d_model = {d_model} is not divisible by n_head = {n_head}")
+            raise ValueError(f"the width {d_model} must be a multiple of the number of heads {n_head}")
         generator_state = torch.random.get_rng_state()
         torch.manual_seed(seed)
         self.vocab_size, self.d_model, self.n_head = vocab_size, d_model, n_head
