@@ -176,7 +176,8 @@ def _allowed_paths() -> list[str]:
              *(f"/{name}" for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"))}
     paths |= {p for p in site.getsitepackages() + [site.getusersitepackages()] + sys.path
               if "site-packages" in p and os.path.isdir(p)}
-    return sorted({os.path.realpath(p) if not p.startswith("/etc/") else p for p in paths})
+    system = {"/usr", "/proc", "/dev", "/tmp", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+    return sorted({p if p.startswith("/etc/") or p in system else os.path.realpath(p) for p in paths})
 
 
 class PlantedSocket:
