@@ -4,23 +4,47 @@ With bubblewrap (``--sandbox auto`` where it works, or ``bwrap``):
 
 * a user namespace with **every capability dropped**, so even when grading runs as root the code
   inside cannot mount, unmount or remount anything;
-* its own mount, PID, IPC, UTS and network namespaces: no network; a private ``/tmp`` in memory,
-  capped at 512 MB (bubblewrap 0.8+), which is all it can write to; processes it starts die with it
-  (the namespace's first process is killed with the runner);
-* the file system read-only, with the grading output, the submissions, the solutions and the
-  course repository hidden; the Python environment (wherever it lives: a ``.venv`` inside the
-  repository, a venv under ``/tmp``, conda) and the course packages bound back read-only;
+* its own mount, PID, IPC, UTS and network namespaces and a new session: no network, no host
+  process visible, no terminal to inject into; processes it starts die with it;
+* **a minimal root built from nothing**, all of it read-only: ``/usr`` and the system's ``/bin``,
+  ``/sbin``, ``/lib*``; from ``/etc`` only ``ETC_ESSENTIALS`` and a made-up ``passwd``/``group``
+  (one user, ``student``); a fresh ``/proc`` and a minimal ``/dev``; the Python environment
+  (``python_environment_paths``: the interpreter's installation, the venv or conda environment
+  wherever it lives, the standard library, the ``site-packages`` folders on ``sys.path``) and the two
+  course packages (the ``autograder`` and ``utils`` folders alone, ``course_package_paths``). Nothing
+  else of the host exists inside: no home folder beyond the interpreter's own installation, no
+  ``/var``, ``/srv``, ``/run`` (so no Unix socket, ``docker.sock`` included), no other checkout (a
+  checkout named by the editable install's ``.pth``/finder file is not bound; the course packages
+  come from the bound folders, first on ``PYTHONPATH``), no grading output of this run or an earlier
+  one, no submission, no solutions. A hidden path (output, submissions, solutions, repository) that
+  lies inside a bound folder is covered by an empty read-only tmpfs;
+* writable: only a private ``/tmp`` in memory capped at ``SANDBOX_TMP_BYTES`` (512 MB) and
+  ``/dev/shm`` capped at ``SANDBOX_SHM_BYTES`` (64 MB) (sizes need bubblewrap 0.8+); the root,
+  ``/dev`` and every hiding tmpfs are remounted read-only;
 * the submission's own regular files (no links, no devices, nothing that would shadow the course's
   packages), bound read-only and copied by the runner into ``/tmp/work``, its working folder and
-  ``HOME``: nothing a submission writes reaches the host's disk.
+  ``HOME``: nothing a submission writes reaches the host's disk;
+* an environment allow-list (``child_environment``): ``PATH``, ``LANG``, ``LANGUAGE``, ``TZ``,
+  ``LC_*`` and the variables set here; no other variable of the grader's environment gets in.
 
-Always (with or without bubblewrap): limits on memory (address space), CPU time, file size and core
-dumps, a new session, and a process-group kill when the notebook is done.
+Always (with or without bubblewrap): per process, limits on address space (``--memory-mb``), CPU
+time, file size and core dumps; per sandbox, a watch in the judge (``_watch_sandbox``, every
+``MEMORY_POLL_S`` = 0.1 s) that sums the resident memory and counts the tasks (processes and
+threads) of the runner and all its descendants and kills them all past ``--memory-mb`` or
+``SANDBOX_MAX_TASKS`` (64); the runner's standard error (its log, on the host) kept to
+``RUNNER_LOG_BYTES`` (1 MiB); a new session and a process-group kill when the notebook is done.
+With bubblewrap, ``RLIMIT_NPROC`` is also set to ``SANDBOX_MAX_TASKS``: inside the sandbox's own user
+namespace the kernel (5.14+) counts only the sandbox's tasks, and refuses a fork past the cap, except
+when the grader runs as root (the kernel exempts the host's root user from ``RLIMIT_NPROC``: then only
+the watch holds). The bound on memory is therefore ``--memory-mb`` of resident memory for the whole
+sandbox, exceeded at most for 0.1 s (and then by at most ``SANDBOX_MAX_TASKS`` processes of
+``--memory-mb`` address space each), plus the two tmpfs (576 MB). cgroups are not used: a cgroup
+v2 limit would make the bound exact, and is not implemented yet.
 
-Without bubblewrap the limits still apply but the file system, ``/tmp``, other processes and the
-network are shared: ``--sandbox none`` must be asked for explicitly (``auto`` refuses to fall back).
+Without bubblewrap the limits and the watch still apply but the file system, ``/tmp``, other
+processes and the network are shared: ``--sandbox none`` must be asked for explicitly (``auto``
+refuses to fall back).
 """
-
 from __future__ import annotations
 
 import importlib.util
