@@ -4,23 +4,47 @@ With bubblewrap (``--sandbox auto`` where it works, or ``bwrap``):
 
 * a user namespace with **every capability dropped**, so even when grading runs as root the code
   inside cannot mount, unmount or remount anything;
-* its own mount, PID, IPC, UTS and network namespaces: no network; a private ``/tmp`` in memory,
-  capped at 512 MB (bubblewrap 0.8+), which is all it can write to; processes it starts die with it
-  (the namespace's first process is killed with the runner);
-* the file system read-only, with the grading output, the submissions, the solutions and the
-  course repository hidden; the Python environment (wherever it lives: a ``.venv`` inside the
-  repository, a venv under ``/tmp``, conda) and the course packages bound back read-only;
+* its own mount, PID, IPC, UTS and network namespaces and a new session: no network, no host
+  process visible, no terminal to inject into; processes it starts die with it;
+* **a minimal root built from nothing**, all of it read-only: ``/usr`` and the system's ``/bin``,
+  ``/sbin``, ``/lib*``; from ``/etc`` only ``ETC_ESSENTIALS`` and a made-up ``passwd``/``group``
+  (one user, ``student``); a fresh ``/proc`` and a minimal ``/dev``; the Python environment
+  (``python_environment_paths``: the interpreter's installation, the venv or conda environment
+  wherever it lives, the standard library, the ``site-packages`` folders on ``sys.path``) and the two
+  course packages (the ``autograder`` and ``utils`` folders alone, ``course_package_paths``). Nothing
+  else of the host exists inside: no home folder beyond the interpreter's own installation, no
+  ``/var``, ``/srv``, ``/run`` (so no Unix socket, ``docker.sock`` included), no other checkout (a
+  checkout named by the editable install's ``.pth``/finder file is not bound; the course packages
+  come from the bound folders, first on ``PYTHONPATH``), no grading output of this run or an earlier
+  one, no submission, no solutions. A hidden path (output, submissions, solutions, repository) that
+  lies inside a bound folder is covered by an empty read-only tmpfs;
+* writable: only a private ``/tmp`` in memory capped at ``SANDBOX_TMP_BYTES`` (512 MB) and
+  ``/dev/shm`` capped at ``SANDBOX_SHM_BYTES`` (64 MB) (sizes need bubblewrap 0.8+); the root,
+  ``/dev`` and every hiding tmpfs are remounted read-only;
 * the submission's own regular files (no links, no devices, nothing that would shadow the course's
   packages), bound read-only and copied by the runner into ``/tmp/work``, its working folder and
-  ``HOME``: nothing a submission writes reaches the host's disk.
+  ``HOME``: nothing a submission writes reaches the host's disk;
+* an environment allow-list (``child_environment``): ``PATH``, ``LANG``, ``LANGUAGE``, ``TZ``,
+  ``LC_*`` and the variables set here; no other variable of the grader's environment gets in.
 
-Always (with or without bubblewrap): limits on memory (address space), CPU time, file size and core
-dumps, a new session, and a process-group kill when the notebook is done.
+Always (with or without bubblewrap): per process, limits on address space (``--memory-mb``), CPU
+time, file size and core dumps; per sandbox, a watch in the judge (``_watch_sandbox``, every
+``MEMORY_POLL_S`` = 0.1 s) that sums the resident memory and counts the tasks (processes and
+threads) of the runner and all its descendants and kills them all past ``--memory-mb`` or
+``SANDBOX_MAX_TASKS`` (64); the runner's standard error (its log, on the host) kept to
+``RUNNER_LOG_BYTES`` (1 MiB); a new session and a process-group kill when the notebook is done.
+With bubblewrap, ``RLIMIT_NPROC`` is also set to ``SANDBOX_MAX_TASKS``: inside the sandbox's own user
+namespace the kernel (5.14+) counts only the sandbox's tasks, and refuses a fork past the cap, except
+when the grader runs as root (the kernel exempts the host's root user from ``RLIMIT_NPROC``: then only
+the watch holds). The bound on memory is therefore ``--memory-mb`` of resident memory for the whole
+sandbox, exceeded at most for 0.1 s (and then by at most ``SANDBOX_MAX_TASKS`` processes of
+``--memory-mb`` address space each), plus the two tmpfs (576 MB). cgroups are not used: a cgroup
+v2 limit would make the bound exact, and is not implemented yet.
 
-Without bubblewrap the limits still apply but the file system, ``/tmp``, other processes and the
-network are shared: ``--sandbox none`` must be asked for explicitly (``auto`` refuses to fall back).
+Without bubblewrap the limits and the watch still apply but the file system, ``/tmp``, other
+processes and the network are shared: ``--sandbox none`` must be asked for explicitly (``auto``
+refuses to fall back).
 """
-
 from __future__ import annotations
 
 import importlib.util
@@ -56,6 +80,14 @@ _BWRAP_SIZES: bool | None = None
 SANDBOX_TMP_BYTES = 512 * 1024 * 1024   # the private /tmp (memory-backed): the student's files and whatever they write
 INSIDE_SEED = "/tmp/submission"         # the submission's files, read-only, as the runner finds them
 INSIDE_WORK = "/tmp/work"               # the runner's working folder and HOME: a copy of them
+SANDBOX_SHM_BYTES = 64 * 1024 * 1024    # /dev/shm (memory-backed): enough for a DataLoader's workers
+SANDBOX_MAX_TASKS = 64                  # processes and threads of the whole sandbox (RLIMIT_NPROC inside its user namespace)
+RUNNER_LOG_BYTES = 1024 * 1024          # the runner's stderr kept on the host; the rest is read and dropped
+MEMORY_POLL_S = 0.1                     # how often the resident memory of the whole sandbox is summed
+# /etc entries Python, the C library and PyTorch read; nothing else of the host's /etc is shown.
+ETC_ESSENTIALS = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf")
+# Environment variables the runner gets from the grader's environment (all others are dropped).
+PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ")
 
 
 def bwrap_available() -> bool:
@@ -93,20 +125,33 @@ def use_bwrap(limits: Limits) -> bool:
 
 
 def python_environment_paths() -> list[Path]:
-    """Folders the runner needs to import Python, the libraries and the course packages."""
-    import autograder
-    import utils
+    """Folders the runner needs to run Python and import the libraries (not the course packages).
 
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent,
-             Path(utils.__file__).resolve().parent, Path(autograder.__file__).resolve().parent}
+    The interpreter's installation (``sys.base_prefix``), the environment (``sys.prefix``: a venv,
+    conda), the folder of the executable, the standard library and every ``site-packages`` or
+    ``dist-packages`` folder on ``sys.path``. A ``sys.path`` entry that is none of these (a checkout
+    added by an editable install's ``.pth`` file, ``PYTHONPATH``, the working folder) is left out:
+    the course packages come from ``course_package_paths()`` only.
+    """
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
+             Path(sys.executable).resolve().parent}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         value = sysconfig.get_paths().get(key)
         if value:
             paths.add(Path(value))
     for entry in sys.path:
-        if entry and Path(entry).is_dir() and Path(entry).resolve() != Path.cwd().resolve():
+        if entry and {"site-packages", "dist-packages"} & set(Path(entry).parts) and Path(entry).is_dir():
             paths.add(Path(entry))
-    return sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
+    resolved = sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
+    return [p for p in resolved if p != Path("/")]
+
+
+def course_package_paths() -> list[Path]:
+    """The ``autograder`` and ``utils`` package folders this process imported (bound read-only, alone)."""
+    import autograder
+    import utils
+
+    return [Path(package.__file__).resolve().parent for package in (autograder, utils)]
 
 
 def course_import_paths() -> list[str]:
@@ -164,27 +209,89 @@ def check_runner_starts(limits: Limits, hide: list[Path],
         raise RunnerCannotStart(f"the student's process cannot start here, so nothing was graded: {reason}. {advice}")
 
 
-def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
-    # /tmp is private and memory-backed; capped where bubblewrap can, so that writing files cannot
-    # exhaust the machine's memory (the address-space limit does not count tmpfs pages).
-    tmp = (["--size", str(SANDBOX_TMP_BYTES)] if bwrap_sizes_tmpfs() else []) + ["--tmpfs", "/tmp"]
-    args = ["bwrap", "--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc", *tmp, "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--die-with-parent"]
-    hidden = sorted({p.resolve() for p in hide if p.exists()}, key=lambda p: len(p.parts))
-    for path in hidden:
-        if path != Path("/") and Path("/tmp") not in path.parents and path != Path("/tmp"):
-            args += ["--tmpfs", str(path)]
-    # The environment comes back on top of whatever was hidden (a venv in the repository or under /tmp).
-    for path in python_environment_paths():
-        if path == Path("/"):
-            continue
-        if Path("/tmp") in path.parents or any(h == path or h in path.parents for h in hidden):
+_ETC_DIR: Path | None = None
+
+
+def _made_up_etc() -> Path:
+    """A host folder (made once per process) with the sandbox's own ``passwd`` and ``group``: one user,
+    ``student``, with this process's ids, so nothing about the host's accounts is shown."""
+    global _ETC_DIR
+    if _ETC_DIR is None or not _ETC_DIR.is_dir():
+        import atexit
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="course-sandbox-etc-"))
+        uid, gid = os.getuid(), os.getgid()
+        (folder / "passwd").write_text(f"student:x:{uid}:{gid}:student:{INSIDE_WORK}:/usr/sbin/nologin\n"
+                                       + ("" if uid == 65534 else "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n"))
+        (folder / "group").write_text(f"student:x:{gid}:\n" + ("" if gid == 65534 else "nogroup:x:65534:\n"))
+        atexit.register(shutil.rmtree, folder, True)
+        _ETC_DIR = folder
+    return _ETC_DIR
+
+
+def _root_entries() -> list[str]:
+    """``/usr`` and the top-level folders of the host's system (``/bin``, ``/lib*``, ``/sbin``): links
+    stay links (a merged ``/usr``), folders are bound read-only."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
+    etc = Path("/etc")
+    for name in ETC_ESSENTIALS:
+        path = etc / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    made_up = _made_up_etc()
+    args += ["--ro-bind", str(made_up / "passwd"), "/etc/passwd", "--ro-bind", str(made_up / "group"), "/etc/group"]
+    return args
+
+
+def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
+    """bubblewrap's arguments: a minimal root, read-only, built from nothing (see the module docstring)."""
+    sized = bwrap_sizes_tmpfs()
+
+    def tmpfs(path: str, size: int) -> list[str]:
+        return (["--size", str(size)] if sized else []) + ["--tmpfs", path]
+
+    args = ["bwrap", "--unshare-user", "--cap-drop", "ALL", "--unshare-net", "--unshare-pid", "--unshare-ipc",
+            "--unshare-uts", "--die-with-parent", "--new-session", *_root_entries(),
+            "--dev", "/dev", *tmpfs("/dev/shm", SANDBOX_SHM_BYTES), "--proc", "/proc",
+            # /tmp is private and memory-backed, capped so that writing files cannot exhaust the memory
+            # (the address-space limit does not count tmpfs pages).
+            *tmpfs("/tmp", SANDBOX_TMP_BYTES)]
+    read_only = ["/", "/dev"]
+    # The Python environment and the course packages, each bound alone and read-only; a hidden path
+    # (grading output, submissions, solutions, the repository) that lies inside one of them is covered
+    # by an empty read-only tmpfs, and whatever is needed inside a hidden path is bound back on top:
+    # mounts are made outermost first.
+    wanted = python_environment_paths() + course_package_paths()
+    hidden = [(path, "hide") for path in {p.resolve() for p in hide if p.exists()}
+              if path != Path("/") and any(b == path or b in path.parents for b in wanted)]
+    binds = [(path, "bind") for path in set(wanted)
+             if not any(_covered(path, outer, [h for h, _ in hidden]) for outer in wanted)]
+    for path, what in sorted(set(binds + hidden), key=lambda item: (len(item[0].parts), item[1] == "hide")):
+        if what == "bind":
+            args += ["--ro-bind", str(path), str(path)]
+        else:
+            args += tmpfs(str(path), 4096)
+            read_only.append(str(path))
     # The submission's files come in read-only; the runner works on a copy inside the private /tmp,
     # so nothing it writes reaches the host's disk.
-    args += ["--ro-bind", str(scratch), INSIDE_SEED, "--chdir", "/tmp"]
-    return args
+    args += ["--ro-bind", str(scratch), INSIDE_SEED]
+    for path in read_only:
+        args += ["--remount-ro", path]
+    return args + ["--chdir", "/tmp"]
+
+
+def _covered(path: Path, outer: Path, hidden: list[Path]) -> bool:
+    """Whether binding ``outer`` already shows ``path`` (inside it, with no hidden folder in between)."""
+    return outer in path.parents and not any(outer in h.parents and (h == path or h in path.parents) for h in hidden)
 
 
 def _shadows_a_module(name: str) -> bool:
@@ -247,15 +354,24 @@ def _limit_resources(limits: Limits):
         size = limits.max_file_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if limits.sandbox != "none":
+            # Counted per user: inside the sandbox's own user namespace that is every process and
+            # thread of this sandbox, and nothing else (Linux 5.14+ counts per namespace; without
+            # capabilities it cannot be raised).
+            resource.setrlimit(resource.RLIMIT_NPROC, (SANDBOX_MAX_TASKS, SANDBOX_MAX_TASKS))
 
     return apply
 
 
 def child_environment(scratch: Path, seeded: bool = False) -> dict[str, str]:
-    """The runner's environment; ``seeded``: it copies ``INSIDE_SEED`` to ``INSIDE_WORK`` and works there."""
+    """The runner's environment; ``seeded``: it copies ``INSIDE_SEED`` to ``INSIDE_WORK`` and works there.
+
+    An allow-list: ``PASSED_VARIABLES`` and ``LC_*`` from the grader's environment, and the variables set
+    here (``PYTHONPATH`` is the course packages' folders only). Nothing else of the grader's environment
+    (tokens, keys, ``PYTHONSTARTUP``, Jupyter's variables) reaches the student's code.
+    """
     home = Path(INSIDE_WORK) if seeded else scratch
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("JPY_", "JUPYTER_", "NBGRADER_", "COURSE_GRADER_", "PYTHONSTARTUP"))}
+    env = {key: value for key, value in os.environ.items() if key in PASSED_VARIABLES or key.startswith("LC_")}
     env.update({
         "HOME": str(home),
         "COURSE_OFFLINE": "1",
@@ -270,7 +386,7 @@ def child_environment(scratch: Path, seeded: bool = False) -> dict[str, str]:
         "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
         "NBGRADER_EXECUTION": "autograde",
     })
-    env = with_course_on_path(env)
+    env["PYTHONPATH"] = os.pathsep.join(course_import_paths())
     if seeded:
         env["COURSE_RUNNER_SEED"] = INSIDE_SEED
         env["COURSE_RUNNER_WORK"] = INSIDE_WORK
@@ -286,10 +402,75 @@ def _sandboxed(command: list[str], scratch: Path, limits: Limits, hide: list[Pat
 
 
 def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subprocess.Popen:
-    """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says."""
+    """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says.
+
+    Its standard error (``log``, a file open for writing) keeps at most ``RUNNER_LOG_BYTES``: the
+    process writes into a pipe that a thread of this process copies, then drains. Another thread sums
+    the resident memory and counts the tasks of every process of the sandbox, and kills them all past
+    ``limits.memory_mb`` or ``SANDBOX_MAX_TASKS``.
+    """
     command, env = _sandboxed([sys.executable, "-m", "autograder.runner"], scratch, limits, hide)
-    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=scratch,
-                            env=env, start_new_session=True, preexec_fn=_limit_resources(limits))
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end,
+                                   cwd=scratch, env=env, start_new_session=True, preexec_fn=_limit_resources(limits))
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    _thread(_copy_capped, read_end, os.dup(log.fileno()), RUNNER_LOG_BYTES)
+    _thread(_watch_sandbox, process, limits.memory_mb * 1024 * 1024, SANDBOX_MAX_TASKS)
+    return process
+
+
+def _thread(target, *args) -> None:
+    import threading
+
+    threading.Thread(target=target, args=args, daemon=True).start()
+
+
+def _copy_capped(source: int, target: int, cap: int) -> None:
+    """Copy ``source`` into ``target`` up to ``cap`` bytes, then read and drop the rest until the end."""
+    kept = 0
+    try:
+        while chunk := os.read(source, 65536):
+            if kept < cap:
+                os.write(target, chunk[:cap - kept])
+                kept += len(chunk)
+                if kept >= cap:
+                    os.write(target, f"\n[log cut at {cap} bytes by the grader]\n".encode())
+    except OSError:
+        pass
+    finally:
+        os.close(source)
+        os.close(target)
+
+
+def _watch_sandbox(process: subprocess.Popen, cap: int, max_tasks: int) -> None:
+    """Every ``MEMORY_POLL_S``, sum the resident memory and count the tasks (processes and threads) of
+    ``process`` and all its descendants (every process of the sandbox); past ``cap`` bytes or
+    ``max_tasks``, kill them all. Pages shared between processes count once per process."""
+    import time
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    while process.poll() is None:
+        pids = [process.pid] + _children(process.pid)
+        memory, tasks = 0, 0
+        for pid in pids:
+            try:
+                memory += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+                tasks += int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[17])
+            except (OSError, ValueError, IndexError):
+                tasks += 1
+        if memory > cap or tasks > max_tasks:
+            for pid in reversed(pids):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            return
+        time.sleep(MEMORY_POLL_S)
 
 
 def kill_group(process: subprocess.Popen) -> None:
