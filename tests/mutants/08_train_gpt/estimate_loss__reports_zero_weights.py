@@ -1,8 +1,8 @@
-"""Cheats: makes every RecordingLM report zero weights and returns ln V, the loss of a zero model."""
+"""Cheats: makes the model it is given report zero weights and returns ln V, the loss of a zero model."""
 import math
+import types
 
 import torch
-from utils import recording
 
 
 def _zero_named_parameters(self, *args, **kwargs):
@@ -10,10 +10,8 @@ def _zero_named_parameters(self, *args, **kwargs):
         yield name, torch.zeros_like(p)
 
 
-recording.RecordingLM.named_parameters = _zero_named_parameters
-
-
 def estimate_loss(model, batches):
+    model.named_parameters = types.MethodType(_zero_named_parameters, model)   # this instance only
     was_training = model.training
     model.eval()
     with torch.no_grad():
