@@ -1,0 +1,119 @@
+"""The "your parts, carried forward" loader of notebook 09 (utils.your_parts).
+
+The course's own solution notebooks play the student's saved notebooks: copied into a course-shaped
+folder outside ``solutions/`` (the loader refuses to read from there), their parts load, pass their
+visible tests, and a GPT built from them gives the same logits as one built from PyTorch's parts with
+the weights copied across. A broken notebook, a missing file and a path into ``solutions/`` fall back
+with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+from utils import your_parts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _course(tmp_path: Path) -> Path:
+    for folder in ("05_multi_head", "06_positions", "07_block"):
+        (tmp_path / folder).mkdir()
+        for nb in (ROOT / "solutions" / folder).glob("*.ipynb"):
+            shutil.copy(nb, tmp_path / folder / nb.name)
+    (tmp_path / "09_your_gpt").mkdir()
+    return tmp_path / "09_your_gpt"
+
+
+def _gpt_namespace() -> dict:
+    # The given parts and the GPT of notebook 09's solution (instructor side: tests may read solutions/).
+    notebook = json.loads((ROOT / "solutions" / "09_your_gpt" / "your_gpt.ipynb").read_text())
+    cell = next(c for c in notebook["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "GPT")
+    namespace: dict = {}
+    exec("".join(cell["source"]), namespace)
+    return namespace
+
+
+@pytest.mark.slow
+def test_solution_parts_load_and_give_the_same_logits(tmp_path, monkeypatch, capsys):
+    here = _course(tmp_path)
+    monkeypatch.chdir(here)
+    ln = your_parts.load(your_parts.NOTEBOOKS["07"], "LayerNorm", "FeedForward")
+    mha = your_parts.load(your_parts.NOTEBOOKS["05"], "MultiHeadAttention")
+    rope = your_parts.load(your_parts.NOTEBOOKS["06"], "apply_rope")
+    out = capsys.readouterr().out
+    assert ln is not None and mha is not None and rope is not None, out
+    assert out.count("visible tests pass") == 3, out
+
+    ns = _gpt_namespace()
+
+    class Attention(nn.Module):
+        def __init__(self, n_embd, n_head, causal=True, rope=False):
+            super().__init__()
+            self.causal, self.mha = causal, mha["MultiHeadAttention"](n_embd, n_head, bias=False)
+
+        def forward(self, x):
+            return self.mha(x, causal=self.causal)
+
+    parts = {"norm": ln["LayerNorm"], "ffn": ln["FeedForward"], "attention": Attention}
+    torch.manual_seed(0)
+    reference = ns["GPT"](13, 16, n_layer=2, n_head=4, n_embd=32)
+    mine = ns["GPT"](13, 16, n_layer=2, n_head=4, n_embd=32, parts=parts)
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(3)
+        for m in reference.modules():     # norms away from (1, 0), so that a wrong norm shows
+            if isinstance(m, nn.LayerNorm):
+                m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=g))
+                m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=g))
+        for bs, bt in zip(reference.blocks, mine.blocks):
+            bt.ln1.load_state_dict(bs.ln1.state_dict())
+            bt.ln2.load_state_dict(bs.ln2.state_dict())
+            linears = [m for m in bt.attn.modules() if isinstance(m, nn.Linear)]
+            sources = list(bs.attn.qkv.weight.chunk(3)) + [bs.attn.proj.weight] if len(linears) == 4 else \
+                [bs.attn.qkv.weight, bs.attn.proj.weight]
+            for w, m in zip(sources, linears):
+                m.weight.copy_(w)
+            for s, t in zip((bs.ffn.fc, bs.ffn.proj), [m for m in bt.ffn.modules() if isinstance(m, nn.Linear)]):
+                t.weight.copy_(s.weight)
+                t.bias.zero_()
+        for name in ("tok_emb", "pos_emb", "ln_f"):
+            getattr(mine, name).load_state_dict(getattr(reference, name).state_dict())
+        ids = torch.randint(13, (3, 16), generator=torch.Generator().manual_seed(1))
+        expected, _ = reference(ids)
+        got, _ = mine(ids)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert mine.head.weight is mine.tok_emb.weight
+    q = torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(rope["apply_rope"](q), ns["rope"](q), atol=1e-5, rtol=1e-5)
+
+
+def test_broken_part_falls_back_with_one_line(tmp_path, monkeypatch, capsys):
+    here = _course(tmp_path)
+    path = tmp_path / "07_block" / "block.ipynb"
+    notebook = json.loads(path.read_text())
+    for cell in notebook["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "LayerNorm":
+            cell["source"] = ("import torch.nn as nn\n\n\nclass LayerNorm(nn.Module):\n"
+                              "    def __init__(self, d_model, eps=1e-5):\n        super().__init__()\n"
+                              "        self.weight = nn.Parameter(torch.ones(d_model))\n"
+                              "        self.bias = nn.Parameter(torch.zeros(d_model))\n\n"
+                              "    def forward(self, x):\n        return x * self.weight + self.bias   # forgot to normalise\n")
+    path.write_text(json.dumps(notebook))
+    monkeypatch.chdir(here)
+    assert your_parts.load(your_parts.NOTEBOOKS["07"], "LayerNorm") is None
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "test_LayerNorm" in out[0] and "PyTorch's instead" in out[0], out
+
+
+def test_missing_file_and_solutions_folder_fall_back(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert your_parts.load("../07_block/block.ipynb", "LayerNorm") is None
+    assert "no file" in capsys.readouterr().out
+    assert your_parts.load(ROOT / "solutions" / "07_block" / "block.ipynb", "LayerNorm") is None
+    assert "solutions folder" in capsys.readouterr().out
