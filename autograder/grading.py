@@ -412,14 +412,17 @@ def escape_student_markdown(nb, release_sources: set) -> int:
     """Show the student's own markdown and raw cells as escaped text (in place), as the feedback page does,
     so that formgrader's view of the autograded notebook runs no ``<script>``, ``onerror`` or
     ``javascript:`` link. Returns how many cells were escaped."""
-    escaped = 0
-    for cell in nb.cells:
-        if cell.cell_type in ("markdown", "raw") and cell.source not in release_sources:
-            cell.cell_type = "markdown"
-            cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
-            cell.pop("attachments", None)
-            escaped += 1
-    return escaped
+    return sum(_escape_student_cell(cell, release_sources) for cell in nb.cells)
+
+
+def _escape_student_cell(cell, release_sources: set) -> bool:
+    """Turn one markdown or raw cell the student wrote into escaped text (in place); whether it did."""
+    if cell.cell_type not in ("markdown", "raw") or cell.source in release_sources:
+        return False
+    cell.cell_type = "markdown"
+    cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
+    cell.pop("attachments", None)
+    return True
 
 
 def _cap_extra_markdown(nb, release_sources: set) -> list[str]:
@@ -618,11 +621,8 @@ class EscapeStudentText(NbGraderPreprocessor):
     """Markdown the student wrote is shown as text, never as HTML (no scripts in feedback pages)."""
 
     def preprocess_cell(self, cell, resources, index):
-        known = _RELEASE_TEXT.get(resources.get("nbgrader", {}).get("assignment"), set())
-        if cell.cell_type in ("markdown", "raw") and cell.source not in known and not _escaped(cell.source):
-            cell.cell_type = "markdown"
-            cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
-            cell.pop("attachments", None)
+        if not _escaped(cell.source):   # escape_student_markdown already did it before nbgrader saw the cell
+            _escape_student_cell(cell, _RELEASE_TEXT.get(resources.get("nbgrader", {}).get("assignment"), set()))
         return cell, resources
 
 
