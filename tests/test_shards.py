@@ -12,6 +12,7 @@ The same comparison through a real Slurm cluster is in ``tests/test_slurm.py``.
 from __future__ import annotations
 
 import csv
+import os
 import hashlib
 import shutil
 import subprocess
@@ -113,7 +114,7 @@ def test_three_shards_merged_equal_one_machine(tmp_path):
     done = subprocess.run([sys.executable, "-m", "nbgrader", "export", f"--CourseDirectory.root={tmp_path / 'merged' / 'course'}",
                            f"--CourseDirectory.db_url=sqlite:///{tmp_path / 'merged' / 'gradebook.db'}",
                            f"--CsvExportPlugin.to={exported}"], capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}"})
+                          env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr[-2000:]
     with open(exported, newline="") as handle:
         totals = {r["student_id"]: float(r["score"]) for r in csv.DictReader(handle)}
