@@ -1,13 +1,13 @@
 """Train the course's small GPT from the command line: a benchmark, and the scale-out script.
 
-INSTRUCTOR MATERIAL. This file holds working solutions to exercises of notebook 08 (random batches,
-the language-model loss, the learning-rate schedule, the evaluation loop). ``benchmarks/`` is not
+INSTRUCTOR MATERIAL. This file holds working solutions to exercises of notebooks 08 and 09 (the
+assembled GPT, the decay groups, random batches, the language-model loss, the learning-rate schedule, the evaluation loop). ``benchmarks/`` is not
 released to students (nbgrader releases only the assignment folders), so keep it out of anything a
 student receives.
 
-It trains the same model as notebook 08 (pre-LN decoder-only transformer, causal attention through
-``F.scaled_dot_product_attention``, tied embeddings, GPT-2-style initialisation, AdamW with weight
-decay on matrices only, warm-up + cosine schedule, gradient clipping) on character-level text, and
+It trains the model students assemble in notebook 09 (pre-LN decoder-only transformer, causal attention
+through ``F.scaled_dot_product_attention``, LayerNorm with gain and shift, tied embeddings, GPT-2-style
+initialisation, AdamW with weight decay on the linear layers' matrices only (not on embeddings), warm-up + cosine schedule, gradient clipping) on character-level text, and
 prints training tokens/s, model FLOPs utilisation (MFU), peak memory, final train/validation loss
 and wall time.
 
@@ -105,7 +105,7 @@ PRESETS = {
 
 
 # ---------------------------------------------------------------------------------------------------
-# The model (the same as notebook 08)
+# The model (notebook 09's GPT with PyTorch's parts: the model students assemble and train)
 
 
 class CausalSelfAttention(nn.Module):
@@ -122,14 +122,24 @@ class CausalSelfAttention(nn.Module):
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
 
-class Block(nn.Module):
+class FeedForward(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
+        self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    # Notebook 09's block: the norms are nn.LayerNorm with their shift (as students build them).
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.n_embd)
         self.attn = CausalSelfAttention(cfg)
-        self.ln2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.ffn = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias), nn.GELU(),
-                                 nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias))
+        self.ln2 = nn.LayerNorm(cfg.n_embd)
+        self.ffn = FeedForward(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x):
@@ -144,7 +154,7 @@ class GPT(nn.Module):
         self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
-        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
         self.head = nn.Linear(cfg.n_embd, vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight
         for module in self.modules():
@@ -153,7 +163,7 @@ class GPT(nn.Module):
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
         for name, p in self.named_parameters():
-            if name.endswith("attn.proj.weight") or name.endswith("ffn.2.weight"):
+            if name.endswith("attn.proj.weight") or name.endswith("ffn.proj.weight"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
         self.register_buffer("positions", torch.arange(cfg.block_size), persistent=False)
 
@@ -188,9 +198,14 @@ def learning_rate(step, cfg: Config):
 
 
 def configure_optimizer(model, cfg: Config, device):
+    # Notebook 09's groups: decay only the weights of linear layers that are not also an embedding (the
+    # tied head); biases, norm gains and shifts, and the embeddings are not decayed.
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    linears = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    decay = [p for p in params if id(p) in linears and id(p) not in embeddings]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if not any(p is q for q in decay)], "weight_decay": 0.0}]
     # The fused AdamW kernel updates every tensor in one pass (CUDA, and CPU in recent PyTorch).
     try:
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=True)

@@ -41,24 +41,25 @@ def _grade_id(cell: dict) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
-def load(path, *names: str, quiet: bool = False) -> dict | None:
+def load(path, *names: str, quiet: bool = False, instead: str = "PyTorch's") -> dict | None:
     """Your definitions of ``names`` from the notebook file at ``path``, after its visible tests pass.
 
-    Returns ``{name: object}``, or None (after printing one line) when the file is missing, an exercise
-    cell fails to run, a name is not defined, or a visible test of the exercise defining it fails.
+    Returns ``{name: object}``, or None (after printing one line that ends "using <instead> instead") when
+    the file is missing, an exercise cell fails to run, a name is not defined, or a visible test of the
+    exercise defining it fails.
     """
     path = Path(path)
     label = ", ".join(names)
     if "solutions" in path.resolve().parts:
-        print(f"your parts: {label}: {path} is in the course's solutions folder, not your work; using PyTorch's instead.")
+        print(f"your parts: {label}: {path} is in the course's solutions folder, not your work; using {instead} instead.")
         return None
     if not path.is_file():
-        print(f"your parts: {label}: no file {path}; using PyTorch's instead.")
+        print(f"your parts: {label}: no file {path}; using {instead} instead.")
         return None
     try:
         cells = _cells(path)
     except (OSError, ValueError) as error:
-        print(f"your parts: {label}: cannot read {path} ({error}); using PyTorch's instead.")
+        print(f"your parts: {label}: cannot read {path} ({error}); using {instead} instead.")
         return None
     namespace: dict = {"__name__": "your_parts", "device": torch.device("cpu")}
     defined_by: dict[str, str] = {}
@@ -72,14 +73,14 @@ def load(path, *names: str, quiet: bool = False) -> dict | None:
                 exec(compile(_source(cell), f"{path.name}:{meta.get('grade_id')}", "exec"), namespace)
         except Exception as error:  # the student's cell: any error means "not usable"
             print(f"your parts: {label}: exercise {meta.get('grade_id')!r} of {path.name} fails to run "
-                  f"({type(error).__name__}: {error}); using PyTorch's instead.")
+                  f"({type(error).__name__}: {error}); using {instead} instead.")
             return None
         for name in names:
             if name in namespace and namespace[name] is not before[name]:
                 defined_by[name] = meta.get("grade_id")
     missing = [n for n in names if n not in namespace]
     if missing:
-        print(f"your parts: {', '.join(missing)} not defined in {path.name}; using PyTorch's instead.")
+        print(f"your parts: {', '.join(missing)} not defined in {path.name}; using {instead} instead.")
         return None
     tests = {f"test_{defined_by[n]}" for n in names}
     for cell in cells:
@@ -89,7 +90,7 @@ def load(path, *names: str, quiet: bool = False) -> dict | None:
                     exec(compile(_source(cell), f"{path.name}:{_grade_id(cell)}", "exec"), namespace)
             except Exception as error:  # a failing visible test: do not use the part
                 first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                print(f"your parts: {label}: {_grade_id(cell)} of {path.name} fails ({first}); using PyTorch's instead.")
+                print(f"your parts: {label}: {_grade_id(cell)} of {path.name} fails ({first}); using {instead} instead.")
                 return None
     if not quiet:
         print(f"your parts: {label} from {path.name} (its visible tests pass).")

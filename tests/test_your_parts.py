@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _course(tmp_path: Path) -> Path:
-    for folder in ("05_multi_head", "06_positions", "07_block"):
+    for folder in ("02_tokenization", "05_multi_head", "06_positions", "07_block"):
         (tmp_path / folder).mkdir()
         for nb in (ROOT / "solutions" / folder).glob("*.ipynb"):
             shutil.copy(nb, tmp_path / folder / nb.name)
@@ -54,7 +54,7 @@ def test_solution_parts_load_and_give_the_same_logits(tmp_path, monkeypatch, cap
     ns = _gpt_namespace()
 
     class Attention(nn.Module):
-        def __init__(self, n_embd, n_head, causal=True, rope=False):
+        def __init__(self, n_embd, n_head, causal=True, rope=None):
             super().__init__()
             self.causal, self.mha = causal, mha["MultiHeadAttention"](n_embd, n_head, bias=False)
 
@@ -89,8 +89,35 @@ def test_solution_parts_load_and_give_the_same_logits(tmp_path, monkeypatch, cap
         got, _ = mine(ids)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert mine.head.weight is mine.tok_emb.weight
-    q = torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(2))
-    torch.testing.assert_close(rope["apply_rope"](q), ns["rope"](q), atol=1e-5, rtol=1e-5)
+    # RoPE against the complex-number form: pair (x_2i, x_2i+1) at position t times exp(i t base^(-2i/d)).
+    q = torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    pairs = torch.view_as_complex(q.reshape(2, 4, 16, 4, 2).contiguous())
+    angles = torch.arange(16, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    expected = torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), angles)).reshape(2, 4, 16, 8)
+    torch.testing.assert_close(rope["apply_rope"](q), expected, atol=1e-9, rtol=1e-9)
+    # The GPT takes RoPE only from the parts: without it positions="rope" is refused; with it, order matters.
+    with pytest.raises(ValueError):
+        ns["GPT"](13, 16, n_layer=1, n_head=2, n_embd=16, positions="rope")
+    rotary = ns["GPT"](13, 16, n_layer=1, n_head=2, n_embd=16, positions="rope", parts=dict(ns["PARTS"], rope=rope["apply_rope"]))
+    with torch.no_grad():
+        for p in rotary.parameters():
+            p.copy_(0.5 * torch.randn(p.shape, generator=g))
+        a, _ = rotary(torch.tensor([[1, 2, 3, 4]]))
+        b, _ = rotary(torch.tensor([[3, 2, 1, 4]]))
+    assert (a[0, -1] - b[0, -1]).abs().max() > 1e-3
+
+
+@pytest.mark.slow
+def test_solution_tokenizer_loads_and_round_trips(tmp_path, monkeypatch, capsys):
+    here = _course(tmp_path)
+    monkeypatch.chdir(here)
+    bpe = your_parts.load(your_parts.NOTEBOOKS["02"], "train_bpe", "encode", "decode", instead="HF tokenizers' BPE")
+    assert bpe is not None, capsys.readouterr().out
+    text = "the theme of the thesis: théâtre, 東京 and the thermos. " * 20
+    merges, vocab = bpe["train_bpe"](text, 40)
+    ids = bpe["encode"](text, merges)
+    assert len(ids) < len(text.encode("utf-8")) and max(ids) < 256 + len(merges)
+    assert bpe["decode"](ids, vocab) == text
 
 
 def test_broken_part_falls_back_with_one_line(tmp_path, monkeypatch, capsys):
@@ -117,3 +144,5 @@ def test_missing_file_and_solutions_folder_fall_back(tmp_path, monkeypatch, caps
     assert "no file" in capsys.readouterr().out
     assert your_parts.load(ROOT / "solutions" / "07_block" / "block.ipynb", "LayerNorm") is None
     assert "solutions folder" in capsys.readouterr().out
+    assert your_parts.load("../06_positions/positions.ipynb", "apply_rope", instead="learned positions") is None
+    assert capsys.readouterr().out.strip().endswith("using learned positions instead.")

@@ -1,4 +1,4 @@
-"""Leaves the head as its own matrix instead of tying it to the token embedding."""
+"""Applies the head to the last block's output without the final norm."""
 import math
 
 import torch
@@ -6,31 +6,23 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def rope(x, base=10000.0):
-    # RoPE (notebook 06) on (B, H, T, D): rotate each pair (x[2i], x[2i+1]) at position t by t * base^(-2i/D).
-    t, d = x.shape[-2], x.shape[-1]
-    angle = torch.arange(t, dtype=torch.float32, device=x.device)[:, None] * base ** (
-        -torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
-
-
 class CausalSelfAttention(nn.Module):
     # Multi-head self-attention (notebook 05) from PyTorch parts; causal unless causal=False.
-    def __init__(self, n_embd, n_head, causal=True, rope=False):
+    # rope: None, or a function that rotates queries and keys of shape (B, H, T, D) by their positions
+    # (your apply_rope from notebook 06; this notebook does not contain one).
+    def __init__(self, n_embd, n_head, causal=True, rope=None):
         super().__init__()
         if n_embd % n_head:
             raise ValueError(f"n_head={n_head} must divide n_embd={n_embd}")
-        self.n_head, self.causal, self.use_rope = n_head, causal, rope
+        self.n_head, self.causal, self.rope = n_head, causal, rope
         self.qkv = nn.Linear(n_embd, 3 * n_embd, bias=False)   # the three projections in one matmul
         self.proj = nn.Linear(n_embd, n_embd, bias=False)
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
-        if self.use_rope:
-            q, k = rope(q), rope(k)
+        if self.rope is not None:
+            q, k = self.rope(q), self.rope(k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
@@ -45,8 +37,9 @@ class FeedForward(nn.Module):
         return self.proj(F.gelu(self.fc(x)))
 
 
-# Which class builds each part of a block (section 9 switches these to yours).
-PARTS = {"norm": nn.LayerNorm, "attention": CausalSelfAttention, "ffn": FeedForward}
+# Which class builds each part of a block (sections 9 and 10 switch these to yours). "rope" is the function
+# that rotates queries and keys when positions="rope": none is given here; it can only be yours (notebook 06).
+PARTS = {"norm": nn.LayerNorm, "attention": CausalSelfAttention, "ffn": FeedForward, "rope": None}
 
 
 def make_norm(n_embd, parts=None):
@@ -58,8 +51,13 @@ class Block(nn.Module):
     def __init__(self, n_embd, n_head, causal=True, rope=False, parts=None):
         super().__init__()
         parts = parts or PARTS
+        self.n_embd = n_embd
         self.ln1, self.ln2 = make_norm(n_embd, parts), make_norm(n_embd, parts)
-        self.attn = parts["attention"](n_embd, n_head, causal=causal, rope=rope)
+        rotate = parts.get("rope") if rope else None
+        if rope and rotate is None:
+            raise ValueError("rope=True needs a RoPE function in parts['rope'] (your apply_rope from notebook 06, "
+                             "loaded in section 9); this notebook gives none")
+        self.attn = parts["attention"](n_embd, n_head, causal=causal, rope=rotate)
         self.ffn = parts["ffn"](n_embd, 4 * n_embd)
 
     def forward(self, x):
@@ -67,9 +65,11 @@ class Block(nn.Module):
         return x + self.ffn(self.ln2(x))
 
     def residual_weights(self):
-        # The weights of the two projections that write into the residual stream: the last linear
-        # layer of the attention and of the feed-forward network.
-        return [[m for m in part.modules() if isinstance(m, nn.Linear)][-1].weight for part in (self.attn, self.ffn)]
+        # The weights of the two projections that write into the residual stream: the attention's last
+        # linear layer, and the feed-forward network's layer back to the width C (out_features == C).
+        attn = [m for m in self.attn.modules() if isinstance(m, nn.Linear)][-1]
+        down = [m for m in self.ffn.modules() if isinstance(m, nn.Linear) and m.out_features == self.n_embd][-1]
+        return [attn.weight, down.weight]
 
 
 class GPT(nn.Module):
@@ -81,8 +81,9 @@ class GPT(nn.Module):
         vocab_size: V >= 1. block_size: T_max >= 1, the longest input. n_layer: N >= 1 blocks.
         n_head: H heads (divides n_embd). n_embd: C, the width.
         positions: "learned" (a table of T_max learned position vectors, the default), "rope" (no table;
-            every block's attention rotates queries and keys: Block(..., rope=True)) or "none".
-        causal: passed to every Block (False only for the ablation of section 8).
+            every block's attention rotates queries and keys: Block(..., rope=True), which raises
+            ValueError unless parts["rope"] holds a RoPE function) or "none" (no position information).
+        causal: passed to every Block (False only for the ablation of section 9).
         parts: passed to every Block and to make_norm (None means PARTS).
     Attributes (these names; tests read the parameters by them):
         tok_emb: nn.Embedding(V, C). pos_emb: nn.Embedding(T_max, C) for "learned", else None.
@@ -97,7 +98,8 @@ class GPT(nn.Module):
         (+ pos_emb(0..T-1) for "learned"); loss = None without targets, else the mean cross-entropy
         over all B * T positions (a 0-d tensor that backpropagates).
     Raises:
-        ValueError: positions not one of the three names (at construction); T > T_max (in forward).
+        ValueError: positions not one of the three names, or "rope" without parts["rope"] (both at
+            construction, the latter raised by Block); T > T_max (in forward).
     """
 
     def __init__(self, vocab_size, block_size, n_layer=2, n_head=4, n_embd=64, positions="learned", causal=True,
@@ -112,6 +114,7 @@ class GPT(nn.Module):
                                      for _ in range(n_layer)])
         self.ln_f = make_norm(n_embd, parts)
         self.head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.head.weight = self.tok_emb.weight                       # tied: one Parameter
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
@@ -130,6 +133,6 @@ class GPT(nn.Module):
             x = x + self.pos_emb(torch.arange(T, device=idx.device))
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.ln_f(x))
+        logits = self.head(x)
         loss = None if targets is None else F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         return logits, loss

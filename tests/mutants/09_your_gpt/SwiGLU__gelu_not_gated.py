@@ -1,0 +1,30 @@
+"""Ignores w3: w2(gelu(w1 x)), the GPT-2 network with w1 and w2."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SwiGLU(nn.Module):
+    """The gated feed-forward network of LLaMA: w2(silu(w1(x)) * w3(x)).
+
+    SwiGLU(d_model, d_ff)
+      Parameters (these names; the tests load weights by them), all without bias:
+        w1: nn.Linear(d_model, d_ff, bias=False)  (the gate, passed through SiLU);
+        w3: nn.Linear(d_model, d_ff, bias=False)  (the value);
+        w2: nn.Linear(d_ff, d_model, bias=False)  (back to the width d_model).
+      3 * d_model * d_ff parameters in all.
+
+    forward(x):
+        x: floating tensor of shape (..., d_model), float32 or float64.
+        Returns a new tensor of the same shape and dtype: w2(silu(w1(x)) * w3(x)), with
+        silu(z) = z * sigmoid(z), applied to every position separately. x is not modified. Differentiable.
+    """
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.w1 = nn.Linear(d_model, d_ff, bias=False)
+        self.w3 = nn.Linear(d_model, d_ff, bias=False)
+        self.w2 = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.gelu(self.w1(x)))
