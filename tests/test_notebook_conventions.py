@@ -77,15 +77,37 @@ def test_every_exercise_has_visible_and_hidden_tests(nb):
                 f"{gid}: only comments may stand outside the hidden-test markers")
 
 
+def ends_in_a_value(source: str) -> bool:
+    """Whether a cell's last statement is an expression that may echo a value (``m.sum()``, ``x``,
+    ``f(x)``); ``print(...)`` and the course's ``checks.*`` calls return None and are fine."""
+    tree = ast.parse(source.replace(conventions.BEGIN_HIDDEN, "").replace(conventions.END_HIDDEN, ""))
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        return False
+    value = tree.body[-1].value
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Name) and func.id == "print":
+            return False
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "checks":
+            return False
+    return True
+
+
+@pytest.mark.parametrize("source, echoes", [
+    ("x = 1\nprint(x)", False), ("checks.assert_true(True, name='x')", False), ("x = 1", False),
+    ("m = torch.ones(2)\nm.sum()", True), ("f(3)", True), ("x", True), ("x + 1", True),
+])
+def test_the_last_expression_check(source, echoes):
+    assert ends_in_a_value(source) is echoes
+
+
 def test_test_cells_do_not_end_in_an_expression(nb):
     """nbgrader reads the value of a test cell's last expression as a partial score."""
     for cell in nb.cells:
-        if not conventions.is_graded_cell(cell):
-            continue
-        tree = ast.parse(cell.source.replace(conventions.BEGIN_HIDDEN, "").replace(conventions.END_HIDDEN, ""))
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            assert isinstance(tree.body[-1].value, ast.Call), (
-                f"{conventions.grade_id(cell)}: the last line is an expression; end with a print(...) or an assert")
+        if conventions.is_graded_cell(cell):
+            assert not ends_in_a_value(cell.source), (
+                f"{conventions.grade_id(cell)}: the last line is an expression that may show a value (nbgrader would "
+                "read it as a partial score); end with a print(...), a checks.* call or an assert")
 
 
 def test_every_exercise_has_three_mutants(assignment, nb):
