@@ -16,7 +16,7 @@ import nbformat
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
-MUTANTS_DIR = REPO_ROOT / "tests" / "mutants"
+MUTANTS_DIR = REPO_ROOT / "mutants"
 
 DEFAULT_CPU_BUDGET_SECONDS = 60
 

@@ -4,7 +4,7 @@ The samples are made on the spot from the repository (nothing with answers is bu
 package): for every assignment,
 
 * ``alice_correct``  - every exercise answered with the solution's code;
-* ``bob_partial``    - the solution, with one plausible mistake (a mutant from ``tests/mutants``)
+* ``bob_partial``    - the solution, with one plausible mistake (a mutant from ``mutants/``)
   in every other exercise;
 * ``carol_untouched`` - the student version as released, nothing filled in;
 * ``dave_broken``    - a file that is not a notebook any more (truncated JSON);
@@ -38,6 +38,9 @@ def make_samples(folder: Path) -> Path:
         for index, (exercise, paths) in enumerate(sorted(conventions.mutant_files(assignment).items())):
             if index % 2 == 0:
                 mistakes[exercise] = paths[0].read_text(encoding="utf-8")
+        if not mistakes:
+            raise FileNotFoundError(f"no mutants for {assignment.name} under {conventions.MUTANTS_DIR}: the 'partly wrong' "
+                                    "sample would be all correct (the container must copy mutants/)")
         submissions.write(submissions.filled_in(assignment, mistakes), folder / "bob_partial" / assignment.name / name)
 
         untouched = folder / "carol_untouched" / assignment.name / name

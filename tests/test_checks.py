@@ -128,7 +128,7 @@ def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
     nb = nbformat.read(next((root / "solutions" / notebook).glob("*.ipynb")), as_version=4)
     visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
     namespace: dict = {}
-    exec((root / "tests" / "mutants" / notebook / f"{exercise}__{mutant}.py").read_text(), namespace)
+    exec((root / "mutants" / notebook / f"{exercise}__{mutant}.py").read_text(), namespace)
     with pytest.raises(AssertionError) as error:
         exec(visible, namespace)
     return str(error.value)

@@ -211,3 +211,21 @@ def test_ci_installs_into_a_fresh_virtual_environment():
     assert any(line == "rm -rf .venv" for line in lines[:venv]), "the venv must be made afresh"
     assert venv < activate < install < test, lines
     assert "python -m venv .venv" in README and 'pip install -e ".[dev]"' in README
+
+
+def test_the_container_copies_the_mutants_its_demo_needs():
+    """The demo's 'partly wrong' student is built from mutants: an image without them would grade an
+    all-correct sample and call it partly wrong."""
+    dockerfile = (conventions.REPO_ROOT / "autograder" / "container" / "Dockerfile").read_text(encoding="utf-8")
+    assert "COPY mutants/ mutants/" in dockerfile
+    assert conventions.MUTANTS_DIR == conventions.REPO_ROOT / "mutants"
+    for assignment in conventions.assignments():
+        assert conventions.mutant_files(assignment), f"no mutants for {assignment.name} in {conventions.MUTANTS_DIR}"
+
+
+def test_the_demo_refuses_to_build_without_mutants(tmp_path, monkeypatch):
+    from autograder import demo
+
+    monkeypatch.setattr(conventions, "MUTANTS_DIR", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="partly wrong"):
+        demo.make_samples(tmp_path / "samples")
