@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from .sandbox import Limits
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
@@ -29,9 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("submissions", type=Path, help="folder of submissions, nbgrader's submitted/ layout")
     grade_parser.add_argument("--out", type=Path, required=True, help="where grades.csv, feedback/ and gradebook.db go")
     grade_parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="notebooks graded at once (default: all cores)")
-    grade_parser.add_argument("--cell-timeout", type=int, default=120, help="seconds one cell may run (default 120)")
-    grade_parser.add_argument("--notebook-timeout", type=int, default=900, help="seconds one notebook may run (default 900)")
-    grade_parser.add_argument("--memory-mb", type=int, default=4096, help="memory limit of one notebook's kernel (default 4096)")
+    grade_parser.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout_s,
+                              help=f"seconds one cell may run (default {Limits.cell_timeout_s})")
+    grade_parser.add_argument("--notebook-timeout", type=int, default=Limits.notebook_timeout_s,
+                              help=f"seconds one notebook may run (default {Limits.notebook_timeout_s})")
+    grade_parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                              help=f"memory limit of one notebook's kernel (default {Limits.memory_mb})")
     grade_parser.add_argument("--student", action="append", help="grade only this student (repeatable); others keep earlier results")
     grade_parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     grade_parser.add_argument("--force", action="store_true", help="regrade even submissions unchanged since the last run")
@@ -74,13 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "grade":
         from .grading import BUNDLES_REFUSAL, NoSubmissions, format_table, grade, self_grading_bundles, summary_warnings
-        from .sandbox import Limits, RunnerCannotStart, SandboxUnavailable
+        from .sandbox import RunnerCannotStart, SandboxUnavailable
 
         if args.workers < 1:
             parser.error("--workers must be at least 1")
-        if args.memory_mb < 1024:
-            parser.error(f"--memory-mb {args.memory_mb} is too small: Python with PyTorch needs about 768 MB of "
-                         "address space before a notebook runs; give at least 1024 (default 4096)")
+        try:
+            limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                            memory_mb=args.memory_mb, sandbox=args.sandbox)
+        except ValueError as error:   # the message names the field; the user typed the flag
+            flags = {"memory_mb": "--memory-mb", "cell_timeout_s": "--cell-timeout", "notebook_timeout_s": "--notebook-timeout"}
+            message = str(error)
+            for field_name, flag in flags.items():
+                message = message.replace(field_name, flag)
+            parser.error(message)
         if not args.submissions.is_dir():
             parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
         from .shards import Shard
@@ -93,8 +104,6 @@ def main(argv: list[str] | None = None) -> int:
         if bundles and not args.allow_self_grading_bundles:
             print(f"grade: refused: {BUNDLES_REFUSAL.format(count=len(bundles))}", file=sys.stderr)
             return 1
-        limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
-                        memory_mb=args.memory_mb, sandbox=args.sandbox)
         try:
             rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
                          students=set(args.student) if args.student else None,

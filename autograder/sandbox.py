@@ -58,13 +58,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+MEMORY_FLOOR_MB = 1024   # Python with PyTorch needs about 768 MB of address space before a notebook runs
+SANDBOX_CHOICES = ("auto", "bwrap", "none")
+
+
 @dataclass(frozen=True)
 class Limits:
+    """What one notebook may use when graded. The command line reads its defaults from here; values
+    that could never grade anything (a floor the interpreter cannot start under, a zero timeout) raise
+    ``ValueError`` with the reason."""
+
     cell_timeout_s: int = 120      # one student cell, or one call made by a test (unless the test states its own)
     notebook_timeout_s: int = 900  # the whole notebook, judge included
     memory_mb: int = 4096
     max_file_mb: int = 256
     sandbox: str = "auto"   # "auto": bwrap, and refuse to grade without it; "bwrap": the same; "none": limits only
+
+    def __post_init__(self):
+        for name in ("cell_timeout_s", "notebook_timeout_s", "max_file_mb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or self.memory_mb < MEMORY_FLOOR_MB:
+            raise ValueError(f"memory_mb {self.memory_mb!r} is too small: Python with PyTorch needs about 768 MB of "
+                             f"address space before a notebook runs; give at least {MEMORY_FLOOR_MB} (default {Limits.memory_mb})")
+        if self.sandbox not in SANDBOX_CHOICES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_CHOICES)}, got {self.sandbox!r}")
 
 
 class SandboxUnavailable(RuntimeError):
