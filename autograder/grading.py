@@ -62,12 +62,13 @@ from .judge import error_output, sign
 from .repair import repair
 from .sandbox import Limits, check_runner_starts, use_bwrap, with_course_on_path
 from .setup_cell import SETUP_GRADE_ID
+from .protocol import JUDGE_STATUSES, UNREADABLE, Status
 from .shards import Shard, clear_marker, write_marker
+from .stage_times import add as add_stage_time, stage
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
 STATE_FILE = "grading_state.json"
-UNREADABLE = ("invalid notebook", "missing notebook")  # statuses of submissions that never run
-STATUSES = ("ok", "timeout", "kernel died", "memory limit", "protocol error", "error")
+STATUSES = JUDGE_STATUSES   # what a judge may report
 GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
 MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
 MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets
@@ -212,13 +213,13 @@ def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Fou
     found: list[Found] = []
     rows: list[GradeRow] = []
     for path in sorted(p for p in submissions_dir.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith(".")):
-        rows.append(GradeRow("", path.name, None, None, "misplaced notebook",
+        rows.append(GradeRow("", path.name, None, None, Status.MISPLACED_NOTEBOOK,
                              f"{path.name} is at the top of the submissions folder, in no student's folder: "
                              f"expected {expected_layout}"))
     for student in _visible_dirs(submissions_dir):
         if student.name in known:
             assignment = known[student.name]
-            rows.append(GradeRow(student.name, "", None, None, "misplaced notebook",
+            rows.append(GradeRow(student.name, "", None, None, Status.MISPLACED_NOTEBOOK,
                                  f"a folder named like the assignment {student.name} where a student's folder should be: "
                                  f"expected {expected_layout}, e.g. <student>/{student.name}/{assignment.source_path.name}"))
             continue
@@ -240,7 +241,7 @@ def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Fou
                 found.append(entry)
             else:
                 where = ", ".join(f"{a.name}/{a.source_path.name}" for a in sorted(known.values(), key=lambda a: a.name))
-                rows.append(GradeRow(student.name, path.name, None, None, "misplaced notebook",
+                rows.append(GradeRow(student.name, path.name, None, None, Status.MISPLACED_NOTEBOOK,
                                      f"{path.name} is not in an assignment folder and its name names no single assignment: "
                                      f"expected {expected_layout}, one of: {where}"))
     for entry in found:
@@ -288,7 +289,7 @@ def _find_notebook(folder: Path, expected_name: str, release=None) -> tuple[Path
     if (expected.exists() or expected.is_symlink()) and expected not in candidates:
         candidates = sorted(candidates + [expected])
     if not candidates:
-        raise Unreadable("missing notebook", f"no {expected_name} in the submission (notebooks found: none)")
+        raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission (notebooks found: none)")
     if len(candidates) == 1:
         path = candidates[0]
         return path, "" if path == expected else f"graded {path.relative_to(folder)} in place of {expected_name}"
@@ -304,37 +305,37 @@ def read_submission(folder: Path, assignment: conventions.Assignment, release=No
                     notebook: Path | None = None) -> tuple[object, list[str]]:
     """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise."""
     if folder.is_symlink():
-        raise Unreadable("invalid notebook", "the submission folder is a link to somewhere else")
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
     if notebook is not None:
         path, note = notebook, ""
     else:
         path, note = _find_notebook(folder, assignment.source_path.name, release)
     if path.is_symlink() or any(p.is_symlink() for p in path.parents if folder in p.parents):
-        raise Unreadable("invalid notebook", "the notebook is a link (only regular files are graded)")
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is a link (only regular files are graded)")
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
-        raise Unreadable("invalid notebook", "the notebook is not a regular file")
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is not a regular file")
     if info.st_size == 0:
-        raise Unreadable("invalid notebook", "the file is empty")
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the file is empty")
     if info.st_size > MAX_NOTEBOOK_BYTES:
-        raise Unreadable("invalid notebook", f"the file is {info.st_size / 2**20:.0f} MB; the limit is "
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"the file is {info.st_size / 2**20:.0f} MB; the limit is "
                                              f"{MAX_NOTEBOOK_BYTES / 2**20:.0f} MB (clear the outputs and resubmit)")
     try:
         nb = nbformat.read(str(path), as_version=4)
     except nbformat.reader.NotJSONError:
-        raise Unreadable("invalid notebook", "the file is not valid JSON (damaged or truncated?)") from None
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the file is not valid JSON (damaged or truncated?)") from None
     except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
-        raise Unreadable("invalid notebook", f"unreadable: {type(error).__name__}") from None
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"unreadable: {type(error).__name__}") from None
     try:
         nbformat.validate(nb)
     except Exception as error:  # noqa: BLE001
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise Unreadable("invalid notebook", f"not a valid notebook: {first[:100]}") from None
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"not a valid notebook: {first[:100]}") from None
     notes = [note] if note else []
     try:
         fixed, replaced = valid_unicode(nb)
     except RecursionError:
-        raise Unreadable("invalid notebook", "the notebook is nested too deeply to read") from None
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is nested too deeply to read") from None
     if replaced:  # nbgrader cannot write lone surrogates (JSON escapes such as \udc80): the student's text
         nb = nbformat.from_dict(fixed)
         notes.append("text that is not valid Unicode (lone surrogates) was replaced by \ufffd")
@@ -521,7 +522,7 @@ def run_judge(payload: dict, limits: Limits) -> dict:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 kill_group(process)
-                return {"status": "timeout", "detail": f"the notebook ran past {limits.notebook_timeout_s} s", "cells": []}
+                return {"status": Status.TIMEOUT, "detail": f"the notebook ran past {limits.notebook_timeout_s} s", "cells": []}
             if not select.select([fd], [], [], min(remaining, 5))[0]:
                 continue
             chunk = os.read(fd, 1 << 20)
@@ -531,7 +532,7 @@ def run_judge(payload: dict, limits: Limits) -> dict:
             size += len(chunk)
             if size > MAX_JUDGE_RESULT_BYTES:
                 kill_group(process)
-                return {"status": "protocol error", "cells": [],
+                return {"status": Status.PROTOCOL_ERROR, "cells": [],
                         "detail": f"the notebook's outputs were larger than the grader keeps ({MAX_JUDGE_RESULT_BYTES // 2**20} MB)"}
     finally:
         process.stdout.close()
@@ -561,7 +562,7 @@ def verify_result(out: bytes, key: bytes) -> dict:
                 raise ValueError("bad cell")
         return result
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
-        return {"status": "error", "detail": "the judge returned no valid result", "cells": []}
+        return {"status": Status.ERROR, "detail": "the judge returned no valid result", "cells": []}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -648,7 +649,7 @@ def record(job: Job, api) -> None:
     """nbgrader scores the cells the judge produced and writes the gradebook (this process only)."""
     row = job.row
     result = job.result
-    if result["status"] != "ok":
+    if result["status"] != Status.OK:
         row.status = result["status"]
     row.detail = "; ".join(x for x in (row.detail, result.get("detail", "")) if x)
     key = (job.student_id, job.assignment.name, job.assignment.notebook_name)
@@ -658,7 +659,7 @@ def record(job: Job, api) -> None:
     finally:
         _RESULTS.pop(key, None)
     if not outcome["success"]:
-        row.status, row.detail = "grader error", _last_line(outcome)
+        row.status, row.detail = Status.GRADER_ERROR, _last_line(outcome)
 
 
 def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
@@ -746,7 +747,7 @@ def unreadable_page(row: GradeRow, path: Path) -> None:
     """A short feedback page for a submission that could not be read or run: what happened, in plain words."""
     title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
     what = ("No notebook was found in your submission, so none of its tests ran. Upload the notebook itself."
-            if row.status == "missing notebook" else
+            if row.status == Status.MISSING_NOTEBOOK else
             "The file could not be read as a notebook, so none of its tests ran. "
             "Open it in Jupyter, save it again, and resubmit it.")
     text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
@@ -814,10 +815,10 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
         key = (student_id, assignment_name)
         problem = name_problem(student_id) or name_problem(assignment_name)
         if problem:
-            rows[key] = GradeRow(student_id, assignment_name, None, None, "invalid name", problem)
+            rows[key] = GradeRow(student_id, assignment_name, None, None, Status.INVALID_NAME, problem)
             continue
         if assignment_name not in known:
-            rows[key] = GradeRow(student_id, assignment_name, None, None, "unknown assignment",
+            rows[key] = GradeRow(student_id, assignment_name, None, None, Status.UNKNOWN_ASSIGNMENT,
                                  "; ".join([f"no assignment {assignment_name!r} in {Path(solutions_dir).name}/"] + entry.notes))
             continue
         assignment = known[assignment_name]
@@ -836,18 +837,20 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
                 pass  # a damaged record: grade it again
         if not selected:
             continue
-        row = rows[key] = GradeRow(student_id, assignment_name, None, None, "ok")
+        row = rows[key] = GradeRow(student_id, assignment_name, None, None, Status.OK)
         job = Job(student_id, assignment, folder, row)
         preparing = True
         try:
             if assignment_name not in releases:
-                generated = api.generate_assignment(assignment_name, force=True, create=True)
+                with stage("nbgrader: release notebook (once per assignment)"):
+                    generated = api.generate_assignment(assignment_name, force=True, create=True)
                 if not generated["success"]:
                     raise RuntimeError(f"nbgrader generate_assignment failed:\n{generated.get('log', '')}")
                 releases[assignment_name] = conventions.read_notebook(root / "release" / assignment_name / assignment.source_path.name)
                 sources[assignment_name] = conventions.read_notebook(assignment.source_path)
                 _RELEASE_TEXT[assignment_name] = {c.source for c in releases[assignment_name].cells}
             release = releases[assignment_name]
+            read_start = time.perf_counter()
             nb, notes = read_submission(folder, assignment, release, entry.notebook)   # refuses links before anything is copied
             notes = entry.notes + notes
             target = root / "submitted" / student_id / assignment_name
@@ -872,14 +875,15 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
             nbformat.write(nb, str(job.submitted_path))
             preparing = False
             prepare_job(job, nb, release, sources[assignment_name], limits, hide, config, db_url, files_dir)
+            add_stage_time("grader: read, repair and prepare the job", time.perf_counter() - read_start)
             jobs.append(job)
         except Unreadable as problem:
             row.status, row.detail = problem.status, "; ".join(entry.notes + [problem.detail])
         except Exception as error:  # noqa: BLE001 - one submission never stops the batch
             if preparing and isinstance(error, (ValueError, UnicodeError, RecursionError)):
-                row.status = "invalid notebook"  # the student's file: text or structure the grader cannot take
+                row.status = Status.INVALID_NOTEBOOK  # the student's file: text or structure the grader cannot take
             else:
-                row.status = "grader error"      # the grader failed (nbgrader's build, the disk): a bug to report
+                row.status = Status.GRADER_ERROR      # the grader failed (nbgrader's build, the disk): a bug to report
             row.detail = f"{type(error).__name__}: {clean_text(error)[:150]}"
             if job.submitted_path is not None and job.submitted_path.exists():
                 job.submitted_path.unlink()
@@ -902,21 +906,24 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
 
     def finish(job: Job) -> None:
         try:
-            record(job, api)
-            write_feedback(job, api, root, out_dir)
+            with stage("nbgrader: autograde and gradebook"):
+                record(job, api)
+            with stage("nbgrader: feedback page"):
+                write_feedback(job, api, root, out_dir)
         except Exception as error:  # noqa: BLE001 - one submission never stops the batch
-            job.row.status, job.row.detail = "grader error", f"{type(error).__name__}: {clean_text(error)[:150]}"
+            job.row.status, job.row.detail = Status.GRADER_ERROR, f"{type(error).__name__}: {clean_text(error)[:150]}"
         finally:
             shutil.rmtree(staging / job.student_id / job.assignment.name, ignore_errors=True)
 
     _run_all(jobs, limits, workers, progress, finish)
     shutil.rmtree(staging, ignore_errors=True)
 
+    csv_start = time.perf_counter()
     try:
         _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
     except Exception as error:  # noqa: BLE001 - the CSV is still written, with the reason
         for key in graded_now:
-            rows[key].status, rows[key].detail = "grader error", f"gradebook: {type(error).__name__}"
+            rows[key].status, rows[key].detail = Status.GRADER_ERROR, f"gradebook: {type(error).__name__}"
     ordered = [rows[key] for key in sorted(rows)]
     write_csv(ordered, out_dir / "grades.csv")   # before the state: a failure here must not be remembered
     for key, row in rows.items():
@@ -924,6 +931,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
             state[f"{key[0]}/{key[1]}"] = {"fingerprint": fingerprints[key], "row": row.as_dict()}
     state_path.parent.mkdir(parents=True, exist_ok=True)
     state_path.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
+    add_stage_time("grader: scores, CSV and state", time.perf_counter() - csv_start)
     if shard is not None:
         write_marker(out_dir, shard, len(ordered))
     return ordered
@@ -937,9 +945,17 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
 
     def judge(job: Job) -> Job:
         try:
+            start = time.perf_counter()
             job.result = run_judge(job.payload, limits)
+            inside = job.result.pop("timings", None)
+            elapsed = time.perf_counter() - start
+            if isinstance(inside, dict) and all(isinstance(v, (int, float)) for v in inside.values()):
+                for name, seconds in inside.items():
+                    add_stage_time(f"judge: {name}", float(seconds))
+                elapsed -= sum(float(v) for v in inside.values())
+            add_stage_time("judge: process start, imports and result transfer", elapsed)
         except Exception as error:  # noqa: BLE001 - e.g. no process left to start the judge with
-            job.result = {"status": "error", "cells": [],
+            job.result = {"status": Status.ERROR, "cells": [],
                           "detail": f"the grader could not run this notebook's judge: {type(error).__name__}: {clean_text(error)[:150]}"}
         return job
 
@@ -951,7 +967,7 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
                 job = future.result()
             except BaseException as error:  # noqa: BLE001 - the thread itself failed
                 job = futures[future]
-                job.result = {"status": "error", "cells": [], "detail": f"the judge did not run: {type(error).__name__}"}
+                job.result = {"status": Status.ERROR, "cells": [], "detail": f"the judge did not run: {type(error).__name__}"}
             finish(job)
             bar.update(1)
         bar.close()
@@ -982,12 +998,12 @@ def _fill_scores(rows: dict[tuple[str, str], GradeRow], db_url: str) -> None:
 
     with Gradebook(db_url) as gradebook:
         for (student_id, assignment_name), row in rows.items():
-            if row.status == "unknown assignment":
+            if row.status == Status.UNKNOWN_ASSIGNMENT:
                 continue
             try:
                 submission = gradebook.find_submission(assignment_name, student_id)
             except MissingEntry:
-                row.status = row.status if row.status != "ok" else "grader error"
+                row.status = row.status if row.status != Status.OK else Status.GRADER_ERROR
                 continue
             row.score = float(submission.score)
             row.max_score = float(submission.max_score)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox, wire
+from .protocol import Status
 
 MAX_RESTARTS = 6
 GRACE_S = 10            # after a call's limit: time for the runner's own interrupt to come back
@@ -79,10 +80,10 @@ class Connection:
             self.writer.write((json.dumps(message) + "\n").encode("utf-8"))
             self.writer.flush()
         except (BrokenPipeError, OSError):
-            raise RunnerGone("kernel died", "the student's process had exited") from None
+            raise RunnerGone(Status.KERNEL_DIED, "the student's process had exited") from None
         reply = self._read(ident, time.monotonic() + limit_s + GRACE_S)
         if reply is None:
-            raise RunnerGone("timeout", f"did not finish within {limit_s:g} s and was stopped")
+            raise RunnerGone(Status.TIMEOUT, f"did not finish within {limit_s:g} s and was stopped")
         return reply
 
     def _read(self, ident: int, deadline: float):
@@ -94,17 +95,17 @@ class Connection:
                 try:
                     reply = json.loads(line)
                 except (ValueError, UnicodeDecodeError):
-                    raise RunnerGone("protocol error", "the student's process wrote something that is not a reply") from None
+                    raise RunnerGone(Status.PROTOCOL_ERROR, "the student's process wrote something that is not a reply") from None
                 except RecursionError:
-                    raise RunnerGone("protocol error", "the student's process wrote a reply nested too deeply to read") from None
+                    raise RunnerGone(Status.PROTOCOL_ERROR, "the student's process wrote a reply nested too deeply to read") from None
                 if type(reply) is dict and reply.get("id") == ident:
                     return reply
                 strays += 1
                 if strays > MAX_STRAY_REPLIES:
-                    raise RunnerGone("protocol error", "too many unexpected replies")
+                    raise RunnerGone(Status.PROTOCOL_ERROR, "too many unexpected replies")
                 continue
             if len(self.buffer) > wire.MAX_MESSAGE_BYTES:
-                raise RunnerGone("protocol error", "a reply was larger than the grader accepts")
+                raise RunnerGone(Status.PROTOCOL_ERROR, "a reply was larger than the grader accepts")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -112,7 +113,7 @@ class Connection:
             if ready:
                 chunk = os.read(self.fd, 1 << 20)
                 if not chunk:
-                    raise RunnerGone("kernel died", "the student's process exited")
+                    raise RunnerGone(Status.KERNEL_DIED, "the student's process exited")
                 self.buffer += chunk
 
 
@@ -399,7 +400,7 @@ class Session:
         self.stop()
         self.restarts += 1
         if self.restarts > MAX_RESTARTS:
-            raise RunnerGone("kernel died", "the student's process was restarted too many times")
+            raise RunnerGone(Status.KERNEL_DIED, "the student's process was restarted too many times")
         self.start()
         for source in self.replay:
             try:
@@ -437,9 +438,9 @@ class Session:
             name, message = str(error.get("type", "Error"))[:100], str(error.get("message", ""))[:2000]
             outcome.outputs.append(error_output(name, message, error.get("where")))
             if name == "KeyboardInterrupt":
-                outcome.trouble, outcome.message = "timeout", f"ran past {limit_s:g} s"
+                outcome.trouble, outcome.message = Status.TIMEOUT, f"ran past {limit_s:g} s"
             elif is_memory_error(name, message):
-                outcome.trouble, outcome.message = "memory limit", "ran out of memory"
+                outcome.trouble, outcome.message = Status.MEMORY_LIMIT, "ran out of memory"
         if keep:
             self.replay.append(source)
         return outcome
@@ -461,13 +462,13 @@ class Session:
     def ask(self, message: dict, label: str, sent: tuple | None = None):
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
         if not self.alive():
-            raise RunnerGone(self.trouble or "kernel died", "the student's process is not running")
+            raise RunnerGone(self.trouble or Status.KERNEL_DIED, "the student's process is not running")
         try:
             reply = self.connection.request(message, limit)
         except RunnerGone as gone:
             self._recover()
-            if gone.status == "timeout":
-                self.trouble = self.trouble or "timeout"
+            if gone.status == Status.TIMEOUT:
+                self.trouble = self.trouble or Status.TIMEOUT
                 from utils.checks import CheckFailure
 
                 raise CheckFailure(f"{what}: did not finish within {limit:g} s, so the grader stopped it.\n"
@@ -488,13 +489,13 @@ class Session:
             return value
         error = reply.get("error")
         if type(error) is dict and error.get("type") == "KeyboardInterrupt":
-            self.trouble = self.trouble or "timeout"
+            self.trouble = self.trouble or Status.TIMEOUT
             from utils.checks import CheckFailure
 
             raise CheckFailure(f"{what}: did not finish within {limit:g} s, so the grader stopped it.\n"
                                "Hint: look for an endless loop, or work repeated inside a loop.")
         if type(error) is dict and is_memory_error(str(error.get("type")), str(error.get("message"))):
-            self.trouble = self.trouble or "memory limit"
+            self.trouble = self.trouble or Status.MEMORY_LIMIT
         raise _exception_from(error, label)
 
     # -- test cells ----------------------------------------------------------------------------
@@ -515,7 +516,7 @@ class Session:
                 exec(compile(source, f"<test cell {grade_id}>", "exec"), namespace)  # noqa: S102 - course-authored
         except RunnerGone as gone:
             outcome.outputs.append(stream_output(printed.getvalue()[:20_000])) if printed.getvalue() else None
-            outcome.outputs.append(error_output(NOT_RUN if gone.status != "timeout" else "Timeout",
+            outcome.outputs.append(error_output(NOT_RUN if gone.status != Status.TIMEOUT else "Timeout",
                                                 f"the student's process stopped during this test ({gone})"))
             outcome.trouble, outcome.message = gone.status, str(gone)
             return outcome
@@ -617,20 +618,25 @@ def judge_notebook(job: dict) -> dict:
             if skipped:
                 details.append("files not copied: " + ", ".join(skipped[:5]))
         session = Session(scratch, limits, hide, names, Path(tmp) / "runner.log")
+        timings = {"runner start (sandbox, Python)": 0.0, "set-up cell": 0.0, "answer and student cells": 0.0, "test cells": 0.0}
+        started = time.perf_counter()
         try:
             session.start()
         except (RunnerGone, sandbox.SandboxUnavailable, OSError) as error:
             session.stop()
-            return {"status": "error", "detail": f"could not start the student's process: {error}"[:300], "cells": []}
+            return {"status": Status.ERROR, "detail": f"could not start the student's process: {error}"[:300], "cells": []}
+        timings["runner start (sandbox, Python)"] = time.perf_counter() - started
         try:
             for index, cell in enumerate(cells):
                 if cell.get("cell_type") != "code":
                     continue
                 meta = cell.get("metadata", {}).get("nbgrader", {})
                 graded = type(meta) is dict and meta.get("grade") is True
+                started = time.perf_counter()
                 if graded:
                     gid = str(meta.get("grade_id", index))
                     outcome = session.run_test_cell(str(cell.get("source", "")), gid)
+                    timings["test cells"] += time.perf_counter() - started
                     if outcome.trouble:
                         statuses.append(outcome.trouble)
                         details.append(outcome.message or f"{gid}: {outcome.trouble}")
@@ -638,6 +644,7 @@ def judge_notebook(job: dict) -> dict:
                     setup = type(meta) is dict and meta.get("grade_id") == "setup"
                     outcome = session.run_cell(str(cell.get("source", "")),
                                                limit_s=max(limits.cell_timeout_s, SETUP_TIMEOUT_S) if setup else None)
+                    timings["set-up cell" if setup else "answer and student cells"] += time.perf_counter() - started
                     if outcome.trouble:
                         where = job.get("cell_labels", {}).get(str(index)) or f"a cell in '{section_of(cells, index)}'"
                         details.append(f"{where}: {outcome.message}")
@@ -650,8 +657,8 @@ def judge_notebook(job: dict) -> dict:
         finally:
             session.stop()
             sandbox.kill_descendants()
-    status = statuses[0] if statuses else "ok"
-    return {"status": status, "detail": "; ".join(dict.fromkeys(details))[:1000], "cells": results}
+    status = statuses[0] if statuses else Status.OK
+    return {"status": status, "detail": "; ".join(dict.fromkeys(details))[:1000], "cells": results, "timings": timings}
 
 
 class AttachedSession(Session):
@@ -717,7 +724,7 @@ def main() -> int:
     try:
         result = judge_notebook(job)
     except Exception as error:  # noqa: BLE001 - reported to the grader as this submission's error
-        result = {"status": "error", "detail": f"judge failed: {type(error).__name__}: {error}"[:300], "cells": []}
+        result = {"status": Status.ERROR, "detail": f"judge failed: {type(error).__name__}: {error}"[:300], "cells": []}
     body = json.dumps(result)
     out.write(json.dumps({"mac": sign(key, body), "body": body}))
     out.flush()

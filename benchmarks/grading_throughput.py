@@ -4,9 +4,11 @@
 
 Grades N copies of the correct submission of every assignment (the filled-in solution notebooks),
 once per worker count, into fresh output folders, and prints submissions per minute and seconds per
-submission. Each submission costs: starting the judge and the sandboxed runner (two Python processes
-importing PyTorch), running the set-up and answer cells, the test calls, nbgrader's bookkeeping and
-the feedback page. (The course's demo cells are not run when grading.)
+submission, then where the time went, per submission (``autograder/stage_times.py``): starting the
+judge and the sandboxed runner (two Python processes importing PyTorch), the set-up cell, the answer
+cells, the test cells, nbgrader's release, autograde and feedback steps, the CSV. The **overhead** is
+everything but the answer and test cells: what grading adds to running the student's work. (The
+course's demo cells are not run when grading.)
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import conventions, submissions
+from autograder import conventions, stage_times, submissions
 from autograder.grading import grade
 from autograder.sandbox import Limits
 
@@ -40,8 +42,10 @@ def main() -> int:
         total = args.copies * len(assignments)
         print(f"{total} submissions ({args.copies} per assignment: {', '.join(a.name for a in assignments)}), "
               f"sandbox {args.sandbox}")
+        splits = {}
         print(f"{'workers':>7} {'wall s':>8} {'subs/min':>9} {'s/sub':>7}")
         for workers in args.workers:
+            stage_times.snapshot()
             start = time.perf_counter()
             rows = grade(subs, Path(tmp) / f"out{workers}", workers=workers, progress=False,
                          limits=Limits(sandbox=args.sandbox))
@@ -49,7 +53,21 @@ def main() -> int:
             bad = [r for r in rows if r.status != "ok" or r.score != r.max_score]
             print(f"{workers:>7} {wall:8.1f} {60 * total / wall:9.2f} {wall / total:7.2f}"
                   + (f"  ({len(bad)} not full marks!)" if bad else ""))
+            splits[workers] = (wall, stage_times.snapshot())
+        for workers, (wall, split) in splits.items():
+            print_split(workers, wall, split, total)
     return 0
+
+
+def print_split(workers: int, wall: float, split: dict[str, float], total: int) -> None:
+    """Seconds per submission in each stage (summed over workers), and the overhead above the cells."""
+    print(f"\nwhere the time went, {workers} worker(s), seconds per submission (stages of parallel workers overlap):")
+    for name, seconds in sorted(split.items(), key=lambda item: -item[1]):
+        print(f"  {name:<55} {seconds / total:6.2f}")
+    accounted = sum(split.values()) / total
+    print(f"  {'(all stages)':<55} {accounted:6.2f}   wall x workers per submission: {wall * workers / total:.2f}")
+    cells = (split.get("judge: answer and student cells", 0) + split.get("judge: test cells", 0)) / total
+    print(f"  overhead above the answer and test cells: {accounted - cells:.2f} s per submission")
 
 
 if __name__ == "__main__":
