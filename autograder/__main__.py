@@ -63,7 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
     demo_parser.add_argument("--workers", type=int, default=None)
 
+    check_parser = commands.add_parser("check", help="maintainers: run solution notebooks in a kernel and through the "
+                                       "judge with every mutant; print time, failures and catch rate")
+    check_parser.add_argument("assignment", nargs="*", help="assignments to check (default: all)")
+    check_parser.add_argument("--no-mutants", action="store_true", help="skip the mutants (time and tests only)")
+
     args = parser.parse_args(argv)
+    if args.command == "check":
+        from .check import main as check_main
+
+        return check_main(args.assignment, with_mutants=not args.no_mutants)
     if args.command == "build":
         from .build import BuildError, build
 

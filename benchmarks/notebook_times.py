@@ -1,17 +1,16 @@
 """Print each solution notebook's CPU run time against its budget (a report, never a failing test).
 
     python benchmarks/notebook_times.py [assignment ...]
+
+(``python -m autograder check`` makes the same runs and adds the mutants.)
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from autograder import conventions  # noqa: E402
-from notebook_runner import run_notebook  # noqa: E402
+from autograder import conventions
+from autograder.check import run_notebook
 
 
 def main(names: list[str]) -> int:

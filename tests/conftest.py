@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from autograder import conventions  # noqa: E402
-from notebook_runner import NotebookReport, run_notebook  # noqa: E402
+from autograder.check import NotebookReport, run_notebook  # noqa: E402
 
 ASSIGNMENTS = conventions.assignments()
 

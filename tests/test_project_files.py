@@ -229,3 +229,20 @@ def test_the_demo_refuses_to_build_without_mutants(tmp_path, monkeypatch):
     monkeypatch.setattr(conventions, "MUTANTS_DIR", tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="partly wrong"):
         demo.make_samples(tmp_path / "samples")
+
+
+def test_check_command_reports_and_fails_on_a_missed_mutant(monkeypatch, capsys):
+    """``python -m autograder check`` prints a line per notebook and exits 1 when a mutant is missed."""
+    from autograder import check
+
+    caught = check.MutantResult("f", conventions.REPO_ROOT / "f__a.py", "a", ["test_f"])
+    missed = check.MutantResult("f", conventions.REPO_ROOT / "f__b.py", "b", [])
+    report = check.NotebookReport("01_next_token", 2.0, 60.0, mutants=[caught, missed])
+    monkeypatch.setattr(check, "run_notebook", lambda assignment, with_mutants=True: report)
+    assert autograder_main(["check", "01_next_token"]) == 1
+    out = capsys.readouterr().out
+    assert "01_next_token: 2.0 s of its 60 s budget (within budget)" in out and "mutants caught 1/2 (50%)" in out
+    assert "MISSED f__b.py: b" in out
+    report.mutants = [caught]
+    assert autograder_main(["check", "01_next_token"]) == 0
+    assert autograder_main(["check", "no_such_assignment"]) == 2

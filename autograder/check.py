@@ -1,4 +1,8 @@
-"""Run a solution notebook twice: as a student sees it, and as the grader judges it (with every mutant).
+"""Check a notebook of the course: ``python -m autograder check [ASSIGNMENT ...]``.
+
+Runs each solution notebook twice, as a student sees it and as the grader judges it (with every mutant),
+and prints its run time against its budget, the tests that failed and the mutants caught. The test
+suite (``tests/test_solutions_and_mutants.py``) and ``benchmarks/notebook_times.py`` use the same runs.
 
 1. **In a kernel** (nbclient), top to bottom: every cell, demos and figures included, and every test
    cell run in the student's own kernel, must pass. This run's time is the notebook's CPU time.
@@ -20,10 +24,10 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
-from autograder import conventions
-from autograder.judge import Session
-from autograder.sandbox import Limits
-from autograder.setup_cell import SETUP_GRADE_ID
+from . import conventions
+from .judge import Session
+from .sandbox import Limits
+from .setup_cell import SETUP_GRADE_ID
 
 
 @dataclass
@@ -132,3 +136,41 @@ def _try_mutant(session: Session, nb, exercise: conventions.Exercise, path: Path
         if _error_of(session.run_test_cell(cell.source, conventions.grade_id(cell)).outputs):
             result.failed_cells.append(conventions.grade_id(cell))
     return result
+
+
+def format_report(report: NotebookReport) -> list[str]:
+    """The lines ``check`` prints for one notebook: time, failures, mutants (missed ones named)."""
+    caught = sum(m.caught for m in report.mutants)
+    budget = "within budget" if report.seconds <= report.budget_seconds else "OVER BUDGET"
+    lines = [f"{report.assignment}: {report.seconds:.1f} s of its {report.budget_seconds:.0f} s budget ({budget}); "
+             f"judged with mutants in {report.judge_seconds:.1f} s; "
+             f"mutants caught {caught}/{len(report.mutants)}"
+             + (f" ({100 * caught / len(report.mutants):.0f}%)" if report.mutants else "")]
+    lines += [f"  fails in a kernel: {error}" for error in report.cell_errors.values()]
+    lines += [f"  fails in the judge: {error}" for error in report.judge_errors.values()]
+    for mutant in report.mutants:
+        if not mutant.caught:
+            lines.append(f"  MISSED {mutant.path.name}: {mutant.description}"
+                         + (f" (the mutant cell itself raised {mutant.setup_error})" if mutant.setup_error else ""))
+    return lines
+
+
+def ok(report: NotebookReport) -> bool:
+    return not report.cell_errors and not report.judge_errors and all(m.caught for m in report.mutants)
+
+
+def main(names: list[str], *, with_mutants: bool = True) -> int:
+    """Check the named assignments (all when none); 0 if every test passes and every mutant is caught."""
+    known = {a.name: a for a in conventions.assignments()}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"check: no assignment {', '.join(unknown)} in solutions/ (known: {', '.join(known)})")
+        return 2
+    failed = []
+    for name in names or list(known):
+        report = run_notebook(known[name], with_mutants=with_mutants)
+        print("\n".join(format_report(report)), flush=True)
+        if not ok(report):
+            failed.append(name)
+    print(f"check: {'all passed' if not failed else 'problems in ' + ', '.join(failed)}")
+    return 1 if failed else 0
