@@ -168,6 +168,7 @@ class Job:
     payload: dict | None = None          # what the judge gets
     result: dict | None = None           # what the judge said
     release_sources: set = field(default_factory=set)
+    files_dir: Path | None = None        # the submission's other files, staged for the runner
 
 
 # --------------------------------------------------------------------------------------------------
@@ -758,6 +759,26 @@ def unreadable_page(row: GradeRow, path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+@dataclass
+class _Course:
+    """The nbgrader course folder of one run, and what the run reads and writes besides."""
+    root: Path
+    config: object
+    api: object
+    db_url: str
+    staging: Path
+    hide: list[Path]
+    releases: dict = field(default_factory=dict)   # assignment name -> released notebook
+    sources: dict = field(default_factory=dict)    # assignment name -> solution notebook
+
+
+@dataclass
+class _Plan:
+    rows: dict          # (student, assignment) -> GradeRow: every row of the CSV
+    fingerprints: dict  # (student, assignment) -> fingerprint of what was graded
+    todo: list          # (Found, Assignment, GradeRow) to grade in this run
+
+
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
           solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True,
           students: set[str] | None = None, assignments: set[str] | None = None,
@@ -770,12 +791,15 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     submissions that shard owns (``autograder/shards.py``) and marks ``out_dir`` finished at the end.
     Raises ``NoSubmissions`` (writing nothing) when no folder is laid out as
     ``<student>/<assignment>/<notebook>.ipynb``.
+
+    The stages: plan (what to grade, what to keep, what to report as it is) -> release notebooks (once
+    per assignment) -> prepare (read, repair, the judge's job) -> judge and record (nbgrader scores
+    the judged cells; feedback pages) -> report (scores, CSV, state).
     """
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
     put_scripts_on_path()  # nbgrader opens gradebooks with the `alembic` command (venv not activated)
-    submissions_dir = Path(submissions_dir).resolve()
-    out_dir = Path(out_dir).resolve()
+    submissions_dir, out_dir = Path(submissions_dir).resolve(), Path(out_dir).resolve()
     if not submissions_dir.is_dir():
         raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
     known = {a.name: a for a in conventions.assignments(solutions_dir)}
@@ -785,140 +809,197 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
     hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
     check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
-    root = out_dir / "course"
-    db_path = out_dir / "gradebook.db"
-    link_sources(root, Path(solutions_dir))
-    config = _config(root, db_path)
-    api = make_api(config)
-    db_url = f"sqlite:///{db_path}"
+    course = _open_course(out_dir, Path(solutions_dir), hide)
     state_path = out_dir / STATE_FILE
-    try:
-        state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
-    except (OSError, ValueError):
-        state = {}  # a damaged state file only costs a regrade
-    staging = root / "staging"
-    shutil.rmtree(staging, ignore_errors=True)
-
-    rows: dict[tuple[str, str], GradeRow] = {(r.student_id, r.assignment): r for r in misplaced}
-    fingerprints: dict[tuple[str, str], str] = {}
-    jobs: list[Job] = []
-    releases: dict[str, object] = {}
-    sources: dict[str, object] = {}
-
+    state = _load_state(state_path)
     if shard is not None:
         clear_marker(out_dir)
-        rows = {key: row for key, row in rows.items() if shard.owns(*key)}   # each misplaced row in one shard
-    for entry in found:
-        student_id, assignment_name, folder = entry.student_id, entry.assignment, entry.folder
-        if shard is not None and not shard.owns(student_id, assignment_name):
-            continue
-        key = (student_id, assignment_name)
-        problem = name_problem(student_id) or name_problem(assignment_name)
-        if problem:
-            rows[key] = GradeRow(student_id, assignment_name, None, None, Status.INVALID_NAME, problem)
-            continue
-        if assignment_name not in known:
-            rows[key] = GradeRow(student_id, assignment_name, None, None, Status.UNKNOWN_ASSIGNMENT,
-                                 "; ".join([f"no assignment {assignment_name!r} in {Path(solutions_dir).name}/"] + entry.notes))
-            continue
-        assignment = known[assignment_name]
-        try:
-            fingerprints[key] = _fingerprint(entry, assignment.source_path, limits)
-        except Exception as error:  # noqa: BLE001 - graded again next time, nothing worse
-            fingerprints[key] = f"unreadable:{type(error).__name__}:{secrets.token_hex(8)}"
-        previous = state.get(f"{student_id}/{assignment_name}")
-        selected = (students is None or student_id in students) and (assignments is None or assignment_name in assignments)
-        if isinstance(previous, dict) and (not selected or (not force and previous.get("fingerprint") == fingerprints[key])):
-            try:
-                rows[key] = GradeRow.from_dict(previous["row"])
-                fingerprints[key] = previous["fingerprint"]
-                continue
-            except (KeyError, TypeError, ValueError):
-                pass  # a damaged record: grade it again
-        if not selected:
-            continue
-        row = rows[key] = GradeRow(student_id, assignment_name, None, None, Status.OK)
-        job = Job(student_id, assignment, folder, row)
-        preparing = True
-        try:
-            if assignment_name not in releases:
-                with stage("nbgrader: release notebook (once per assignment)"):
-                    generated = api.generate_assignment(assignment_name, force=True, create=True)
-                if not generated["success"]:
-                    raise RuntimeError(f"nbgrader generate_assignment failed:\n{generated.get('log', '')}")
-                releases[assignment_name] = conventions.read_notebook(root / "release" / assignment_name / assignment.source_path.name)
-                sources[assignment_name] = conventions.read_notebook(assignment.source_path)
-                _RELEASE_TEXT[assignment_name] = {c.source for c in releases[assignment_name].cells}
-            release = releases[assignment_name]
-            read_start = time.perf_counter()
-            nb, notes = read_submission(folder, assignment, release, entry.notebook)   # refuses links before anything is copied
-            notes = entry.notes + notes
-            target = root / "submitted" / student_id / assignment_name
-            if target.exists():
-                shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
-            target.mkdir(parents=True)
-            files_dir = None
-            if entry.notebook is None:
-                files_dir = staging / student_id / assignment_name
-                files_dir.mkdir(parents=True)
-                left_out = stage_files(folder, files_dir)
-                if left_out:
-                    notes.append("files not given to the notebook: " + ", ".join(left_out[:5])
-                                 + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""))
-            nb, repaired = repair_submission(nb, release)
-            escaped = escape_student_markdown(nb, _RELEASE_TEXT[assignment_name])
-            if escaped:
-                repaired.append(f"{escaped} text cell(s) of the student's shown as plain text")
-            row.detail = "; ".join(notes + repaired)
-            row.flags = flag_sources(_answer_sources(nb, release))
-            job.submitted_path = target / assignment.source_path.name
-            nbformat.write(nb, str(job.submitted_path))
-            preparing = False
-            prepare_job(job, nb, release, sources[assignment_name], limits, hide, config, db_url, files_dir)
-            add_stage_time("grader: read, repair and prepare the job", time.perf_counter() - read_start)
-            jobs.append(job)
-        except Unreadable as problem:
-            row.status, row.detail = problem.status, "; ".join(entry.notes + [problem.detail])
-        except Exception as error:  # noqa: BLE001 - one submission never stops the batch
-            if preparing and isinstance(error, (ValueError, UnicodeError, RecursionError)):
-                row.status = Status.INVALID_NOTEBOOK  # the student's file: text or structure the grader cannot take
-            else:
-                row.status = Status.GRADER_ERROR      # the grader failed (nbgrader's build, the disk): a bug to report
-            row.detail = f"{type(error).__name__}: {clean_text(error)[:150]}"
-            if job.submitted_path is not None and job.submitted_path.exists():
-                job.submitted_path.unlink()
-
+    plan = _plan(found, misplaced, known, state, limits, Path(solutions_dir), students, assignments, force, shard)
+    _release(plan, course)
+    jobs = [job for job in (_prepare(entry, assignment, row, course, limits) for entry, assignment, row in plan.todo) if job]
     graded_now = {(job.student_id, job.assignment.name) for job in jobs}
-    for key, row in rows.items():
-        # Unreadable submissions graded this run: zero in the gradebook, a short feedback page.
-        if key not in graded_now and row.status in UNREADABLE \
-                and fingerprints.get(key) != state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
-            try:
-                _record_zero(db_url, key[1], key[0])
-            except Exception as error:  # noqa: BLE001
-                row.detail += f" (gradebook: {type(error).__name__})"
-            feedback = out_dir / "feedback" / key[0] / key[1]
-            shutil.rmtree(feedback, ignore_errors=True)
-            try:
-                unreadable_page(row, feedback / known[key[1]].source_path.with_suffix(".html").name)
-            except Exception as error:  # noqa: BLE001
-                row.detail += f" (feedback page: {type(error).__name__})"
+    _zero_unreadable(plan, state, graded_now, known, course, out_dir)
+    _run_all(jobs, limits, workers, progress, lambda job: _finish(job, course, out_dir))
+    shutil.rmtree(course.staging, ignore_errors=True)
+    ordered = _report(plan, graded_now, state, state_path, course.db_url, out_dir)
+    if shard is not None:
+        write_marker(out_dir, shard, len(ordered))
+    return ordered
 
-    def finish(job: Job) -> None:
-        try:
-            with stage("nbgrader: autograde and gradebook"):
-                record(job, api)
-            with stage("nbgrader: feedback page"):
-                write_feedback(job, api, root, out_dir)
-        except Exception as error:  # noqa: BLE001 - one submission never stops the batch
-            job.row.status, job.row.detail = Status.GRADER_ERROR, f"{type(error).__name__}: {clean_text(error)[:150]}"
-        finally:
-            shutil.rmtree(staging / job.student_id / job.assignment.name, ignore_errors=True)
 
-    _run_all(jobs, limits, workers, progress, finish)
+def _open_course(out_dir: Path, solutions_dir: Path, hide: list[Path]) -> _Course:
+    root = out_dir / "course"
+    db_path = out_dir / "gradebook.db"
+    link_sources(root, solutions_dir)
+    config = _config(root, db_path)
+    staging = root / "staging"
     shutil.rmtree(staging, ignore_errors=True)
+    return _Course(root, config, make_api(config), f"sqlite:///{db_path}", staging, hide)
 
-    csv_start = time.perf_counter()
+
+def _load_state(state_path: Path) -> dict:
+    try:
+        return json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
+    except (OSError, ValueError):
+        return {}  # a damaged state file only costs a regrade
+
+
+def _plan(found, misplaced, known, state, limits, solutions_dir, students, assignments, force, shard) -> _Plan:
+    """Which submissions to grade now; the rows of the others (kept from the last run, or final as they are)."""
+    rows = {(r.student_id, r.assignment): r for r in misplaced}
+    if shard is not None:
+        rows = {key: row for key, row in rows.items() if shard.owns(*key)}   # each misplaced row in one shard
+    plan = _Plan(rows, {}, [])
+    for entry in found:
+        key = (entry.student_id, entry.assignment)
+        if shard is not None and not shard.owns(*key):
+            continue
+        problem = name_problem(entry.student_id) or name_problem(entry.assignment)
+        if problem:
+            rows[key] = GradeRow(*key, None, None, Status.INVALID_NAME, problem)
+        elif entry.assignment not in known:
+            rows[key] = GradeRow(*key, None, None, Status.UNKNOWN_ASSIGNMENT,
+                                 "; ".join([f"no assignment {entry.assignment!r} in {solutions_dir.name}/"] + entry.notes))
+        elif not _kept_from_last_run(plan, entry, known[entry.assignment], state, limits, students, assignments, force):
+            row = rows[key] = GradeRow(*key, None, None, Status.OK)
+            plan.todo.append((entry, known[entry.assignment], row))
+    return plan
+
+
+def _kept_from_last_run(plan: _Plan, entry, assignment, state, limits, students, assignments, force) -> bool:
+    """Record the submission's fingerprint; True if it is not graded now (unchanged, or not selected)."""
+    key = (entry.student_id, entry.assignment)
+    try:
+        plan.fingerprints[key] = _fingerprint(entry, assignment.source_path, limits)
+    except Exception as error:  # noqa: BLE001 - graded again next time, nothing worse
+        plan.fingerprints[key] = f"unreadable:{type(error).__name__}:{secrets.token_hex(8)}"
+    previous = state.get(f"{key[0]}/{key[1]}")
+    selected = (students is None or key[0] in students) and (assignments is None or key[1] in assignments)
+    if isinstance(previous, dict) and (not selected or (not force and previous.get("fingerprint") == plan.fingerprints[key])):
+        try:
+            plan.rows[key] = GradeRow.from_dict(previous["row"])
+            plan.fingerprints[key] = previous["fingerprint"]
+            return True
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged record: grade it again
+    return not selected
+
+
+def _release(plan: _Plan, course: _Course) -> None:
+    """nbgrader's release notebook of every assignment to grade, made once; if nbgrader fails, every
+    submission of that assignment is a grader error with nbgrader's reason (and is not graded)."""
+    failed: dict[str, str] = {}
+    for assignment in {a.name: a for _, a, _ in plan.todo}.values():
+        try:
+            with stage("nbgrader: release notebook (once per assignment)"):
+                generated = course.api.generate_assignment(assignment.name, force=True, create=True)
+            if not generated["success"]:
+                raise RuntimeError(f"nbgrader generate_assignment failed:\n{generated.get('log', '')}")
+            release = conventions.read_notebook(course.root / "release" / assignment.name / assignment.source_path.name)
+            course.releases[assignment.name] = release
+            course.sources[assignment.name] = conventions.read_notebook(assignment.source_path)
+            _RELEASE_TEXT[assignment.name] = {c.source for c in release.cells}
+        except Exception as error:  # noqa: BLE001 - reported on each of the assignment's rows
+            failed[assignment.name] = f"{type(error).__name__}: {clean_text(error)[:150]}"
+    for _, assignment, row in plan.todo:
+        if assignment.name in failed:
+            row.status, row.detail = Status.GRADER_ERROR, failed[assignment.name]
+    plan.todo = [item for item in plan.todo if item[1].name not in failed]
+
+
+def _prepare(entry, assignment, row: GradeRow, course: _Course, limits: Limits) -> Job | None:
+    """Read and repair one submission and build its judge job; None (with the row's status set) if it
+    cannot be graded."""
+    job = Job(entry.student_id, assignment, entry.folder, row)
+    start = time.perf_counter()
+    try:
+        nb = _read_and_repair(job, entry, course)
+    except Unreadable as problem:
+        row.status, row.detail = problem.status, "; ".join(entry.notes + [problem.detail])
+        return None
+    except (ValueError, UnicodeError, RecursionError) as error:   # the student's file: text or structure the grader cannot take
+        return _failed(job, Status.INVALID_NOTEBOOK, error)
+    except Exception as error:  # noqa: BLE001 - one submission never stops the batch
+        return _failed(job, Status.GRADER_ERROR, error)
+    try:
+        prepare_job(job, nb, course.releases[assignment.name], course.sources[assignment.name], limits, course.hide,
+                    course.config, course.db_url, job.files_dir)
+    except Exception as error:  # noqa: BLE001 - the grader failed (nbgrader, the disk): a bug to report
+        return _failed(job, Status.GRADER_ERROR, error)
+    add_stage_time("grader: read, repair and prepare the job", time.perf_counter() - start)
+    return job
+
+
+def _failed(job: Job, status: Status, error: BaseException) -> None:
+    job.row.status, job.row.detail = status, f"{type(error).__name__}: {clean_text(error)[:150]}"
+    if job.submitted_path is not None and job.submitted_path.exists():
+        job.submitted_path.unlink()
+    return None
+
+
+def _read_and_repair(job: Job, entry, course: _Course):
+    """The submission read (links refused before anything is copied), its files staged, repaired and
+    written where nbgrader looks for it."""
+    assignment, release = job.assignment, course.releases[job.assignment.name]
+    nb, notes = read_submission(entry.folder, assignment, release, entry.notebook)
+    notes = entry.notes + notes
+    target = course.root / "submitted" / job.student_id / assignment.name
+    if target.exists():
+        shutil.rmtree(target)  # a re-run grades what is submitted now, nothing stale
+    target.mkdir(parents=True)
+    if entry.notebook is None:
+        job.files_dir = course.staging / job.student_id / assignment.name
+        job.files_dir.mkdir(parents=True)
+        left_out = stage_files(entry.folder, job.files_dir)
+        if left_out:
+            notes.append("files not given to the notebook: " + ", ".join(left_out[:5])
+                         + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""))
+    nb, repaired = repair_submission(nb, release)
+    escaped = escape_student_markdown(nb, _RELEASE_TEXT[assignment.name])
+    if escaped:
+        repaired.append(f"{escaped} text cell(s) of the student's shown as plain text")
+    job.row.detail = "; ".join(notes + repaired)
+    job.row.flags = flag_sources(_answer_sources(nb, release))
+    job.submitted_path = target / assignment.source_path.name
+    nbformat.write(nb, str(job.submitted_path))
+    return nb
+
+
+def _zero_unreadable(plan: _Plan, state: dict, graded_now: set, known: dict, course: _Course, out_dir: Path) -> None:
+    """Unreadable submissions graded this run: zero in the gradebook, a short feedback page."""
+    for key, row in plan.rows.items():
+        if key in graded_now or row.status not in UNREADABLE \
+                or plan.fingerprints.get(key) == state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
+            continue
+        try:
+            _record_zero(course.db_url, key[1], key[0])
+        except Exception as error:  # noqa: BLE001
+            row.detail += f" (gradebook: {type(error).__name__})"
+        feedback = out_dir / "feedback" / key[0] / key[1]
+        shutil.rmtree(feedback, ignore_errors=True)
+        try:
+            unreadable_page(row, feedback / known[key[1]].source_path.with_suffix(".html").name)
+        except Exception as error:  # noqa: BLE001
+            row.detail += f" (feedback page: {type(error).__name__})"
+
+
+def _finish(job: Job, course: _Course, out_dir: Path) -> None:
+    """nbgrader scores the judged notebook and writes its feedback page (in this process)."""
+    try:
+        with stage("nbgrader: autograde and gradebook"):
+            record(job, course.api)
+        with stage("nbgrader: feedback page"):
+            write_feedback(job, course.api, course.root, out_dir)
+    except Exception as error:  # noqa: BLE001 - one submission never stops the batch
+        job.row.status, job.row.detail = Status.GRADER_ERROR, f"{type(error).__name__}: {clean_text(error)[:150]}"
+    finally:
+        shutil.rmtree(course.staging / job.student_id / job.assignment.name, ignore_errors=True)
+
+
+def _report(plan: _Plan, graded_now: set, state: dict, state_path: Path, db_url: str, out_dir: Path) -> list[GradeRow]:
+    """Scores from the gradebook, the CSV, then the state the next run starts from."""
+    start = time.perf_counter()
+    rows = plan.rows
     try:
         _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
     except Exception as error:  # noqa: BLE001 - the CSV is still written, with the reason
@@ -927,13 +1008,11 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     ordered = [rows[key] for key in sorted(rows)]
     write_csv(ordered, out_dir / "grades.csv")   # before the state: a failure here must not be remembered
     for key, row in rows.items():
-        if key in fingerprints:
-            state[f"{key[0]}/{key[1]}"] = {"fingerprint": fingerprints[key], "row": row.as_dict()}
+        if key in plan.fingerprints:
+            state[f"{key[0]}/{key[1]}"] = {"fingerprint": plan.fingerprints[key], "row": row.as_dict()}
     state_path.parent.mkdir(parents=True, exist_ok=True)
     state_path.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
-    add_stage_time("grader: scores, CSV and state", time.perf_counter() - csv_start)
-    if shard is not None:
-        write_marker(out_dir, shard, len(ordered))
+    add_stage_time("grader: scores, CSV and state", time.perf_counter() - start)
     return ordered
 
 

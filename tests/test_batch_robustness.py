@@ -389,3 +389,28 @@ def test_the_readme_states_the_limits_the_code_applies():
               f"no file in OUT over {MAX_OUT_FILE_BYTES // 2**20} MB"]
     for phrase in stated:
         assert phrase in text, phrase
+
+
+def test_a_failing_release_build_is_one_grader_error_per_submission(tmp_path, monkeypatch):
+    """nbgrader's release notebook is made once per assignment, before any submission is read; when
+    nbgrader fails there, each submission of that assignment gets a 'grader error' row with the reason
+    (the students' files are not to blame), and nothing is judged."""
+    assignment = make_course(tmp_path)
+    subs = tmp_path / "submitted"
+    for student in ("ann", "bob", "cem"):
+        submissions.write(answer(assignment, tmp_path), subs / student / "01_fixture" / NB)
+    calls = []
+
+    def failing_api(config):
+        class Api:
+            def generate_assignment(self, name, **kwargs):
+                calls.append(name)
+                return {"success": False, "log": "[GenerateAssignmentApp | ERROR] cell metadata is invalid"}
+        return Api()
+
+    monkeypatch.setattr(grading, "make_api", failing_api)
+    monkeypatch.setattr(grading, "run_judge", lambda payload, limits: pytest.fail("nothing may be judged"))
+    rows = grade(subs, tmp_path / "out", progress=False, solutions_dir=tmp_path / "solutions", limits=LIMITS)
+    assert calls == ["01_fixture"]
+    assert [(r.student_id, r.status) for r in rows] == [("ann", "grader error"), ("bob", "grader error"), ("cem", "grader error")]
+    assert all("generate_assignment failed" in r.detail and "cell metadata is invalid" in r.detail for r in rows), rows
