@@ -50,55 +50,68 @@ def _normal(source: str) -> str:
 
 def repair(submitted, release) -> tuple[object, list[str]]:
     """The submission rebuilt on the release skeleton, and notes on what had to be repaired."""
-    notes: list[str] = []
+    index = _index(submitted, release)
+    answers, used_extras, answer_notes = _match_answers(release, index)
+    repaired, moved_notes = _reassemble(release, answers, index.extras, used_extras)
+    return repaired, index.notes + answer_notes + moved_notes
+
+
+class _Index:
+    """The student's cells sorted out against the release: by grade_id, the student's own cells (with
+    the release cell each followed), and what was duplicated, deleted, retyped or moved."""
+
+    def __init__(self):
+        self.by_id: dict[str, object] = {}
+        self.extras: list[tuple[str | None, object]] = []   # (anchor grade_id, cell)
+        self.seen: dict[str, int] = {}
+        self.notes: list[str] = []
+
+
+def _index(submitted, release) -> _Index:
+    index = _Index()
     release_ids = [conventions.grade_id(c) for c in release.cells]
     known = {gid for gid in release_ids if gid}
-    answers_expected = [c for c in release.cells if conventions.nbgrader_meta(c).get("solution")]
     release_sources = {_normal(c.source) for c in release.cells if not conventions.nbgrader_meta(c).get("solution")}
-
-    by_id: dict[str, object] = {}
-    extras: list[tuple[str | None, object]] = []   # (anchor grade_id, cell)
-    anchor: str | None = None
-    seen_ids: dict[str, int] = {}
     release_types = {conventions.grade_id(c): c.cell_type for c in release.cells if conventions.grade_id(c)}
+    anchor: str | None = None
     for cell in submitted.cells:
         if is_self_grading_cell(cell):
             continue  # the public edition's self-grading cells: not part of the graded notebook
         gid = conventions.grade_id(cell)
         if gid in known:
-            seen_ids[gid] = seen_ids.get(gid, 0) + 1
-            if cell.cell_type != release_types[gid] and seen_ids[gid] == 1:
-                notes.append(f"cell type of {gid} restored")
-            if gid not in by_id:
-                by_id[gid] = cell
+            index.seen[gid] = index.seen.get(gid, 0) + 1
+            if cell.cell_type != release_types[gid] and index.seen[gid] == 1:
+                index.notes.append(f"cell type of {gid} restored")
+            index.by_id.setdefault(gid, cell)
             anchor = gid
-            continue
-        if _normal(cell.source) in release_sources:
-            continue  # a copy of a release cell (duplicated, or stripped of its metadata)
-        extras.append((anchor, cell))
-
-    duplicated = sorted(g for g, n in seen_ids.items() if n > 1)
+        elif _normal(cell.source) not in release_sources:   # else a copy of a release cell (duplicated, or stripped of its metadata)
+            index.extras.append((anchor, cell))
+    duplicated = sorted(g for g, n in index.seen.items() if n > 1)
     if duplicated:
-        notes.append(f"duplicate cells ignored: {', '.join(duplicated)}")
-    missing_tests = sorted(g for g in known if g not in seen_ids and g != "setup"
+        index.notes.append(f"duplicate cells ignored: {', '.join(duplicated)}")
+    missing_tests = sorted(g for g in known if g not in index.seen and g != "setup"
                            and conventions.nbgrader_meta(release.cells[release_ids.index(g)]).get("grade"))
     if missing_tests:
-        notes.append(f"deleted test cells restored: {', '.join(missing_tests)}")
+        index.notes.append(f"deleted test cells restored: {', '.join(missing_tests)}")
     order = [g for g in (conventions.grade_id(c) for c in submitted.cells) if g in known]
-    expected_order = [g for g in release_ids if g in seen_ids]
-    if list(dict.fromkeys(order)) != expected_order:
-        notes.append("cells moved back into their original order")
+    if list(dict.fromkeys(order)) != [g for g in release_ids if g in index.seen]:
+        index.notes.append("cells moved back into their original order")
+    return index
 
+
+def _match_answers(release, index: _Index) -> tuple[dict[str, str], set[int], list[str]]:
+    """Each answer cell's code: by grade_id; else the first unused extra cell of the same type that
+    defines one of the names the stub defines; else none (the stub stays)."""
     answers: dict[str, str] = {}
     used_extras: set[int] = set()
-    for cell in answers_expected:
+    notes: list[str] = []
+    for cell in (c for c in release.cells if conventions.nbgrader_meta(c).get("solution")):
         gid = conventions.grade_id(cell)
-        student_cell = by_id.get(gid)
-        if student_cell is not None:
-            answers[gid] = student_cell.source
+        if gid in index.by_id:
+            answers[gid] = index.by_id[gid].source
             continue
         wanted = set(_defined_names(cell.source))
-        for position, (_, extra) in enumerate(extras):
+        for position, (_, extra) in enumerate(index.extras):
             if position not in used_extras and extra.cell_type == cell.cell_type and wanted and wanted & set(_defined_names(extra.source)):
                 answers[gid] = extra.source
                 used_extras.add(position)
@@ -106,16 +119,18 @@ def repair(submitted, release) -> tuple[object, list[str]]:
                 break
         else:
             notes.append(f"no answer found for {gid}")
+    return answers, used_extras, notes
 
+
+def _reassemble(release, answers: dict[str, str], extras, used_extras: set[int]) -> tuple[object, list[str]]:
+    """Every release cell in its place (answers filled in), the student's own cells after the cell
+    they followed; nothing runs before the set-up cell, so cells from above it follow it instead."""
     extras_after: dict[str | None, list[object]] = {}
     for position, (after, extra) in enumerate(extras):
         if position not in used_extras:
             extras_after.setdefault(after, []).append(extra)
-
-    # Nothing runs before the set-up cell: the student's cells from above it follow it instead.
     leading = [copy.deepcopy(c) for c in extras_after.get(None, [])]
-    if any(c.cell_type == "code" for c in leading):
-        notes.append("cells above the set-up cell moved below it")
+    notes = ["cells above the set-up cell moved below it"] if any(c.cell_type == "code" for c in leading) else []
     has_setup = any(conventions.grade_id(c) == SETUP_GRADE_ID for c in release.cells)
     cells = [] if has_setup else leading
     for cell in release.cells:
