@@ -2,7 +2,7 @@
 
 Runs each solution notebook twice, as a student sees it and as the grader judges it (with every mutant),
 and prints its run time against its budget, the tests that failed and the mutants caught. The test
-suite (``tests/test_solutions_and_mutants.py``) and ``benchmarks/notebook_times.py`` use the same runs.
+suite (``tests/course/test_solutions_and_mutants.py``) and ``benchmarks/notebook_times.py`` use the same runs.
 
 1. **In a kernel** (nbclient), top to bottom: every cell, demos and figures included, and every test
    cell run in the student's own kernel, must pass. This run's time is the notebook's CPU time.

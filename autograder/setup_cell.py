@@ -5,7 +5,7 @@ installs them, with the notebooks' extra packages (the ``notebooks`` extra of ``
 from the repository. Locally, where the README's quick start has installed them, it only imports
 them. ``python -m autograder build`` writes this text into the first code cell of every solution
 notebook and student version, so changing the URL here and rebuilding changes it everywhere (the
-README's clone command and Colab badges are checked against it by ``tests/test_project_files.py``).
+README's clone command and Colab badges are checked against it by ``tests/packaging/test_project_files.py``).
 
 Until the course is published, ``REPOSITORY_URL`` is a placeholder:
 ``python -m autograder build --release`` refuses to build while it is one.

@@ -6,7 +6,7 @@
 * a missing or unfinished shard is reported by its index and nothing is merged, unless
   ``--allow-missing``.
 
-The same comparison through a real Slurm cluster is in ``tests/test_slurm.py``.
+The same comparison through a real Slurm cluster is in ``tests/grader/test_slurm.py``.
 """
 
 from __future__ import annotations

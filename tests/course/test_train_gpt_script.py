@@ -15,7 +15,7 @@ import pytest
 
 from utils import corpus
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "train_gpt.py"
 
 

@@ -124,7 +124,7 @@ def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
 
     import nbformat
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     nb = nbformat.read(next((root / "solutions" / notebook).glob("*.ipynb")), as_version=4)
     visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
     namespace: dict = {}

@@ -19,7 +19,7 @@ import torch.nn as nn
 
 from utils import your_parts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _course(tmp_path: Path) -> Path:
