@@ -1,4 +1,4 @@
-"""Command line for instructors: ``python -m autograder {build,grade,merge,selfgrade,demo}``."""
+"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,selfgrade,demo,check}``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ from .sandbox import Limits
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    return COMMANDS[args.command](args, parser)
+
+
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -68,91 +74,111 @@ def main(argv: list[str] | None = None) -> int:
     check_parser.add_argument("assignment", nargs="*", help="assignments to check (default: all)")
     check_parser.add_argument("--no-mutants", action="store_true", help="skip the mutants (time and tests only)")
 
-    args = parser.parse_args(argv)
-    if args.command == "check":
-        from .check import main as check_main
+    return parser
 
-        return check_main(args.assignment, with_mutants=not args.no_mutants)
-    if args.command == "build":
-        from .build import BuildError, build
 
-        try:
-            changed = build(only=set(args.assignment) if args.assignment else None, release=args.release,
-                            self_grading=not args.no_self_grading)
-        except BuildError as error:
-            print(f"build: {error}", file=sys.stderr)
-            return 1
-        for path in changed:
-            print(f"updated {path}")
-        print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
-        return 0
-    if args.command == "grade":
-        from .grading import BUNDLES_REFUSAL, NoSubmissions, format_table, grade, self_grading_bundles, summary_warnings
-        from .sandbox import RunnerCannotStart, SandboxUnavailable
+def run_check(args, parser) -> int:
+    from .check import main as check_main
 
-        if args.workers < 1:
-            parser.error("--workers must be at least 1")
-        try:
-            limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
-                            memory_mb=args.memory_mb, sandbox=args.sandbox)
-        except ValueError as error:   # the message names the field; the user typed the flag
-            flags = {"memory_mb": "--memory-mb", "cell_timeout_s": "--cell-timeout", "notebook_timeout_s": "--notebook-timeout"}
-            message = str(error)
-            for field_name, flag in flags.items():
-                message = message.replace(field_name, flag)
-            parser.error(message)
-        if not args.submissions.is_dir():
-            parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
-        from .shards import Shard
+    return check_main(args.assignment, with_mutants=not args.no_mutants)
 
-        try:
-            shard = Shard.parse(args.shard) if args.shard else None
-        except ValueError as error:
-            parser.error(str(error))
-        bundles = self_grading_bundles()
-        if bundles and not args.allow_self_grading_bundles:
-            print(f"grade: refused: {BUNDLES_REFUSAL.format(count=len(bundles))}", file=sys.stderr)
-            return 1
-        try:
-            rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
-                         students=set(args.student) if args.student else None,
-                         assignments=set(args.assignment) if args.assignment else None, shard=shard,
-                         **({"solutions_dir": args.solutions.resolve()} if args.solutions else {}))
-        except (SandboxUnavailable, RunnerCannotStart, NoSubmissions) as error:
-            print(f"grade: {error}", file=sys.stderr)
-            return 1
-        print(format_table(rows))
-        print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
-        for line in summary_warnings(limits, bundles):
-            print(f"\n{line}")
-        return 0
-    if args.command == "merge":
-        from .shards import ShardsIncomplete, merge
 
-        try:
-            report = merge(args.shards, args.out, allow_missing=args.allow_missing, expect=args.expect)
-        except ShardsIncomplete as error:
-            print(f"merge: {error}", file=sys.stderr)
-            return 1
-        print(report.summary())
-        print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
-        return 3 if report.missing or report.problems else 0
-    if args.command == "selfgrade":
-        from .selfgrade import grade_saved_notebook
+def run_build(args, parser) -> int:
+    from .build import BuildError, build
 
-        if not args.notebook.is_file():
-            parser.error(f"{args.notebook} is not a notebook file")
-        return grade_saved_notebook(args.notebook, args.assignment)
-    if args.command == "demo":
-        from .demo import run_demo
-        from .sandbox import RunnerCannotStart, SandboxUnavailable
+    try:
+        changed = build(only=set(args.assignment) if args.assignment else None, release=args.release,
+                        self_grading=not args.no_self_grading)
+    except BuildError as error:
+        print(f"build: {error}", file=sys.stderr)
+        return 1
+    for path in changed:
+        print(f"updated {path}")
+    print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
+    return 0
 
-        try:
-            return run_demo(args.out, args.workers)
-        except (SandboxUnavailable, RunnerCannotStart) as error:
-            print(f"demo: {error}", file=sys.stderr)
-            return 1
-    return 2
+
+def limits_from(args, parser) -> Limits:
+    """The grading limits the command line asked for; a value that cannot grade is a usage error
+    naming the flag the user typed."""
+    try:
+        return Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                      memory_mb=args.memory_mb, sandbox=args.sandbox)
+    except ValueError as error:
+        message = str(error)
+        for field_name, flag in {"memory_mb": "--memory-mb", "cell_timeout_s": "--cell-timeout",
+                                 "notebook_timeout_s": "--notebook-timeout"}.items():
+            message = message.replace(field_name, flag)
+        parser.error(message)
+
+
+def run_grade(args, parser) -> int:
+    from .grading import BUNDLES_REFUSAL, NoSubmissions, format_table, grade, self_grading_bundles, summary_warnings
+    from .sandbox import RunnerCannotStart, SandboxUnavailable
+    from .shards import Shard
+
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    limits = limits_from(args, parser)
+    if not args.submissions.is_dir():
+        parser.error(f"{args.submissions} is not a folder; expected SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
+    try:
+        shard = Shard.parse(args.shard) if args.shard else None
+    except ValueError as error:
+        parser.error(str(error))
+    bundles = self_grading_bundles()
+    if bundles and not args.allow_self_grading_bundles:
+        print(f"grade: refused: {BUNDLES_REFUSAL.format(count=len(bundles))}", file=sys.stderr)
+        return 1
+    try:
+        rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
+                     students=set(args.student) if args.student else None,
+                     assignments=set(args.assignment) if args.assignment else None, shard=shard,
+                     **({"solutions_dir": args.solutions.resolve()} if args.solutions else {}))
+    except (SandboxUnavailable, RunnerCannotStart, NoSubmissions) as error:
+        print(f"grade: {error}", file=sys.stderr)
+        return 1
+    print(format_table(rows))
+    print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+    for line in summary_warnings(limits, bundles):
+        print(f"\n{line}")
+    return 0
+
+
+def run_merge(args, parser) -> int:
+    from .shards import ShardsIncomplete, merge
+
+    try:
+        report = merge(args.shards, args.out, allow_missing=args.allow_missing, expect=args.expect)
+    except ShardsIncomplete as error:
+        print(f"merge: {error}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+    return 3 if report.missing or report.problems else 0
+
+
+def run_selfgrade(args, parser) -> int:
+    from .selfgrade import grade_saved_notebook
+
+    if not args.notebook.is_file():
+        parser.error(f"{args.notebook} is not a notebook file")
+    return grade_saved_notebook(args.notebook, args.assignment)
+
+
+def run_demo_command(args, parser) -> int:
+    from .demo import run_demo
+    from .sandbox import RunnerCannotStart, SandboxUnavailable
+
+    try:
+        return run_demo(args.out, args.workers)
+    except (SandboxUnavailable, RunnerCannotStart) as error:
+        print(f"demo: {error}", file=sys.stderr)
+        return 1
+
+
+COMMANDS = {"check": run_check, "build": run_build, "grade": run_grade, "merge": run_merge,
+            "selfgrade": run_selfgrade, "demo": run_demo_command}
 
 
 if __name__ == "__main__":
