@@ -12,20 +12,18 @@ C-level print cannot interleave with replies). Each request has an ``id`` the re
   "images"}`` (text capped; figures as PNG);
 * every other op is the judge's call protocol, answered by ``autograder.kernel_agent.Agent``.
 
-A time limit is the judge's to enforce: it sends SIGINT (a ``KeyboardInterrupt`` in the running
-code) and, if no reply comes soon after, kills the process.
+Time limits: each request's ``limit`` is enforced here (``autograder.serving``: an alarm, then a
+``KeyboardInterrupt`` in the running code); the judge also sends SIGINT, and kills the process when
+no reply comes soon after.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
 
-MAX_STDOUT_CHARS = 20_000
-MAX_IMAGES = 5
-MAX_IMAGE_BYTES = 400_000
+from .protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_IMAGE_CHARS
+from .serving import TimeLimit, serve
 
 
 def _course_paths_first() -> None:
@@ -52,35 +50,27 @@ def main() -> int:
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    os.dup2(2, 1)
+    os.dup2(2, 1)   # a C-level print goes to the log, never between two replies
     os.environ.setdefault("MPLBACKEND", "Agg")
+    limit = TimeLimit("stopped by the grader's time limit", on_sigint=True)
+    limit.install()
+    answer = _answerer()
 
-    busy = {"now": False}
+    def write(line: str) -> None:
+        replies.write(line)
+        replies.flush()
 
-    def interrupt(signum, frame):
-        if busy["now"]:
-            raise KeyboardInterrupt(f"stopped by the grader's time limit")
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGALRM, interrupt)
+    serve(requests, write, answer, limit)
+    return 0
 
-    def limited(function, request):
-        """Run with the request's time limit: the alarm interrupts the student's code when it overruns."""
-        limit = request.get("limit")
-        busy["now"] = True
-        if isinstance(limit, (int, float)) and limit > 0:
-            signal.setitimer(signal.ITIMER_REAL, float(limit))
-        try:
-            return function()
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            busy["now"] = False
 
+def _answerer():
+    """The function answering each request: ``run`` runs a cell in an IPython shell, every other op
+    goes to the judge's call protocol (``kernel_agent.Agent``) over the same namespace."""
     from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-
-    from .kernel_agent import Agent, describe_error
-
     from traitlets.config import Config
+
+    from .kernel_agent import Agent
 
     config = Config()
     config.HistoryManager.enabled = False
@@ -89,52 +79,39 @@ def main() -> int:
     import numpy  # noqa: F401
     import torch  # noqa: F401
     import utils  # noqa: F401
-    namespace = shell.user_ns
-    agent = Agent(namespace)
+    agent = Agent(shell.user_ns)
 
-    def send(reply: dict) -> None:
-        replies.write(json.dumps(reply) + "\n")
-        replies.flush()
-
-    for line in requests:
-        try:
-            request = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if type(request) is not dict:
-            continue
-        ident = request.get("id")
+    def answer(request: dict) -> dict:
         if request.get("op") == "run":
-            with capture_output(display=True) as captured:
-                result = limited(lambda: shell.run_cell(str(request.get("source", "")), store_history=False), request)
-            error = result.error_in_exec or result.error_before_exec
-            reply = {"id": ident, "ok": error is None,
-                     "error": describe_error(error) if error is not None else None,
-                     "stdout": _text(captured.stdout + captured.stderr),
-                     "images": _images(captured.outputs)}
-        else:
-            reply = limited(lambda: agent.handle(request), request)
-            reply["id"] = ident
-        try:
-            send(reply)
-        except (TypeError, ValueError) as error:
-            send({"id": ident, "ok": False, "error": {"type": "TypeError", "message": f"reply not sendable: {error}",
-                                                      "where": []}})
-    return 0
+            return _run_cell(shell, str(request.get("source", "")))
+        return agent.handle(request)
+    return answer
+
+
+def _run_cell(shell, source: str) -> dict:
+    from IPython.utils.capture import capture_output
+
+    from .kernel_agent import describe_error
+
+    with capture_output(display=True) as captured:
+        result = shell.run_cell(source, store_history=False)
+    error = result.error_in_exec or result.error_before_exec
+    return {"ok": error is None, "error": describe_error(error) if error is not None else None,
+            "stdout": _text(captured.stdout + captured.stderr), "images": _images(captured.outputs)}
 
 
 def _text(text: str) -> str:
-    if len(text) > MAX_STDOUT_CHARS:
-        return text[:MAX_STDOUT_CHARS] + "\n... [output truncated by the grader]\n"
+    if len(text) > MAX_CELL_TEXT_CHARS:
+        return text[:MAX_CELL_TEXT_CHARS] + "\n... [output truncated by the grader]\n"
     return text
 
 
 def _images(outputs) -> list[str]:
     images = []
-    for output in outputs[:MAX_IMAGES]:
+    for output in outputs[:MAX_CELL_IMAGES]:
         data = getattr(output, "data", {}) or {}
         png = data.get("image/png")
-        if isinstance(png, str) and len(png) <= MAX_IMAGE_BYTES:
+        if isinstance(png, str) and len(png) <= MAX_IMAGE_CHARS:
             images.append(png)
     return images
 

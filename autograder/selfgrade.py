@@ -19,12 +19,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import zlib
 from pathlib import Path
+
+from .protocol import SelfGradeJob, TestVerdict, verdicts_from
+from .serving import TimeLimit, serve
 
 # Nothing here imports nbformat or nbgrader at module level: on Colab only what the course's own
 # package needs is installed, and the self-grading cell must work there.
@@ -75,72 +77,45 @@ def read_bundle(assignment_name: str) -> dict | None:
     return json.loads(zlib.decompress(_mask(base64.b64decode(path.read_bytes()))).decode("utf-8"))
 
 
-def run_tests(bundle: dict, namespace: dict, limit_s: float = 300.0) -> list[dict]:
-    """Run the bundle's tests in a judge process, answering its calls from ``namespace``."""
+def run_tests(bundle: dict, namespace: dict, limit_s: float = 300.0) -> list[TestVerdict]:
+    """Run the bundle's tests in a judge process, answering its calls from ``namespace``; a verdict per test."""
     from .kernel_agent import Agent
 
-    agent = Agent(namespace)
-    job = {"names": bundle["names"], "tests": bundle["tests"], "limit_s": limit_s}
+    job = SelfGradeJob(bundle["names"], bundle["tests"], limit_s)
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge", "--attached"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-    process.stdin.write(json.dumps(job) + "\n")
+    process.stdin.write(job.to_json() + "\n")
     process.stdin.flush()
-    results: list[dict] = []
+    limit = TimeLimit("stopped by the self-grading time limit")
+    limit.install()   # in the kernel's main thread only; elsewhere the judge's own clock applies
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt("stopped by the self-grading time limit")
+    def write(line: str) -> None:
+        process.stdin.write(line)
+        process.stdin.flush()
 
-    previous = signal.signal(signal.SIGALRM, interrupt) if _main_thread() else None
     try:
-        for line in process.stdout:
-            message = json.loads(line)
-            if message.get("op") == "done":
-                results = message["results"]
-                break
-            limit = message.get("limit")
-            if previous is not None and isinstance(limit, (int, float)) and limit > 0:
-                signal.setitimer(signal.ITIMER_REAL, float(limit))
-            try:
-                reply = agent.handle(message)
-            finally:
-                if previous is not None:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-            reply["id"] = message.get("id")
-            try:
-                text = json.dumps(reply)
-            except (TypeError, ValueError) as error:
-                text = json.dumps({"id": message.get("id"), "ok": False,
-                                   "error": {"type": "TypeError", "message": str(error), "where": []}})
-            process.stdin.write(text + "\n")
-            process.stdin.flush()
+        done = serve(process.stdout, write, Agent(namespace).handle, limit, until="done")
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGALRM, previous)
+        limit.uninstall()
         process.stdin.close()
         process.wait(timeout=60)
-    return results
+    return verdicts_from(done) if done is not None else []
 
 
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-def summarise(results: list[dict]) -> tuple[list[list], float, float]:
+def summarise(results: list[TestVerdict]) -> tuple[list[list], float, float]:
     """One row per exercise: name, points, verdict, and each failed test's whole message (hint included)."""
     rows, earned, total = [], 0.0, 0.0
-    by_exercise: dict[str, list[dict]] = {}
+    by_exercise: dict[str, list[TestVerdict]] = {}
     for result in results:
-        by_exercise.setdefault(result["exercise"], []).append(result)
+        by_exercise.setdefault(result.exercise, []).append(result)
     for exercise, tests in by_exercise.items():
-        points = sum(t["points"] for t in tests)
-        got = sum(t["points"] for t in tests if t["passed"])
+        points = sum(t.points for t in tests)
+        got = sum(t.points for t in tests if t.passed)
         earned, total = earned + got, total + points
-        failed = [t for t in tests if not t["passed"]]
-        verdict = "passed" if not failed else ("hidden tests failed" if all("hidden" in t["grade_id"] for t in failed)
+        failed = [t for t in tests if not t.passed]
+        verdict = "passed" if not failed else ("hidden tests failed" if all("hidden" in t.grade_id for t in failed)
                                                else "failed")
-        messages = [(t["grade_id"], str(t["message"]).strip()) for t in failed]
+        messages = [(t.grade_id, t.message.strip()) for t in failed]
         rows.append([exercise, f"{got:g} / {points:g}", verdict, messages])
     return rows, earned, total
 

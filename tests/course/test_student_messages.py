@@ -12,6 +12,7 @@ import pytest
 
 from autograder import selfgrade, setup_cell
 from autograder.__main__ import main
+from autograder.protocol import TestVerdict
 from autograder.feedback_page import PAGE_STYLE, cell_title, latex_to_text, readable_page
 
 LONG_MESSAGE = ("CheckFailure: softmax: 3 of 12 values differ (largest difference 0.25 at [0, 1]: expected "
@@ -21,11 +22,10 @@ LONG_MESSAGE = ("CheckFailure: softmax: 3 of 12 values differ (largest differenc
 
 def _results():
     return [
-        {"exercise": "softmax", "grade_id": "test_softmax", "points": 1, "passed": True, "message": ""},
-        {"exercise": "softmax", "grade_id": "test_softmax_hidden", "points": 2, "passed": False, "message": LONG_MESSAGE},
-        {"exercise": "softmax", "grade_id": "test_softmax_hidden_edges", "points": 1, "passed": False,
-         "message": "ValueError: expected an error for dim=5"},
-        {"exercise": "cross_entropy", "grade_id": "test_cross_entropy", "points": 1, "passed": True, "message": ""},
+        TestVerdict("softmax", "test_softmax", 1, True, ""),
+        TestVerdict("softmax", "test_softmax_hidden", 2, False, LONG_MESSAGE),
+        TestVerdict("softmax", "test_softmax_hidden_edges", 1, False, "ValueError: expected an error for dim=5"),
+        TestVerdict("cross_entropy", "test_cross_entropy", 1, True, ""),
     ]
 
 
