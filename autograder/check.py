@@ -25,7 +25,7 @@ from pathlib import Path
 from nbclient import NotebookClient
 
 from . import conventions
-from .judge import Session
+from .judge.session import Session
 from .sandbox import Limits
 from .setup_cell import SETUP_GRADE_ID
 

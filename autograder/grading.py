@@ -33,7 +33,6 @@ from __future__ import annotations
 import copy
 import csv
 import hashlib
-import hmac
 import html
 import json
 import os
@@ -53,16 +52,17 @@ from pathlib import Path
 import nbformat
 import nbformat.reader
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
 
 from . import conventions
 from .course_directory import course_config, link_sources, make_api, put_scripts_on_path
 from .feedback_page import readable_page
 from .flags import MAX_SCANNED_CHARS, flags_for
-from .judge import error_output, sign
+from .judge.outputs import error_output
 from .repair import repair
 from .sandbox import Limits, check_runner_starts, use_bwrap, with_course_on_path
 from .setup_cell import SETUP_GRADE_ID
-from .protocol import JUDGE_STATUSES, UNREADABLE, Status
+from .protocol import JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, ProtocolError, Status, unseal
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
 
@@ -165,8 +165,8 @@ class Job:
     folder: Path
     row: GradeRow
     submitted_path: Path | None = None   # the repaired copy under OUT/course/submitted
-    payload: dict | None = None          # what the judge gets
-    result: dict | None = None           # what the judge said
+    judge_job: JudgeJob | None = None    # what the judge gets
+    result: JudgeResult | None = None    # what the judge said
     release_sources: set = field(default_factory=set)
     files_dir: Path | None = None        # the submission's other files, staged for the runner
 
@@ -481,26 +481,21 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
             labels[str(index)] = f"your answer cell '{gid}'"
         elif cell.source not in release_code:
             run_indices.append(index)   # the student's own cell (demo cells of the course are not re-run)
-    job.payload = {"notebook": {"cells": [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata))
-                                          for c in prepared.cells]},
-                   "run_indices": run_indices, "answer_cells": answers, "cell_labels": labels,
-                   "names": conventions.exercise_names(source_nb),
-                   "submission_dir": str(files_dir) if files_dir else None, "hide": [str(p) for p in hide],
-                   "limits": {"cell_timeout_s": limits.cell_timeout_s, "notebook_timeout_s": limits.notebook_timeout_s,
-                              "memory_mb": limits.memory_mb, "max_file_mb": limits.max_file_mb,
-                              "sandbox": limits.sandbox}}
+    cells = [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata)) for c in prepared.cells]
+    job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
+                             str(files_dir) if files_dir else None, [str(p) for p in hide])
 
 
 # --------------------------------------------------------------------------------------------------
 # Stage 4: the judge
 
 
-def run_judge(payload: dict, limits: Limits) -> dict:
+def run_judge(job: JudgeJob, limits: Limits) -> JudgeResult:
     """Run ``python -m autograder.judge`` on one job; return its verified result (never raises)."""
     from .sandbox import kill_group
 
     key = secrets.token_bytes(32)
-    message = json.dumps(dict(payload, key=key.hex())).encode("utf-8")
+    message = job.to_message(key)
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                env=with_course_on_path(dict(os.environ)))
@@ -523,7 +518,7 @@ def run_judge(payload: dict, limits: Limits) -> dict:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 kill_group(process)
-                return {"status": Status.TIMEOUT, "detail": f"the notebook ran past {limits.notebook_timeout_s} s", "cells": []}
+                return JudgeResult.failed(f"the notebook ran past {limits.notebook_timeout_s} s", Status.TIMEOUT)
             if not select.select([fd], [], [], min(remaining, 5))[0]:
                 continue
             chunk = os.read(fd, 1 << 20)
@@ -533,8 +528,8 @@ def run_judge(payload: dict, limits: Limits) -> dict:
             size += len(chunk)
             if size > MAX_JUDGE_RESULT_BYTES:
                 kill_group(process)
-                return {"status": Status.PROTOCOL_ERROR, "cells": [],
-                        "detail": f"the notebook's outputs were larger than the grader keeps ({MAX_JUDGE_RESULT_BYTES // 2**20} MB)"}
+                return JudgeResult.failed(f"the notebook's outputs were larger than the grader keeps "
+                                          f"({MAX_JUDGE_RESULT_BYTES // 2**20} MB)", Status.PROTOCOL_ERROR)
     finally:
         process.stdout.close()
         try:
@@ -544,45 +539,42 @@ def run_judge(payload: dict, limits: Limits) -> dict:
     return verify_result(b"".join(chunks), key)
 
 
-def verify_result(out: bytes, key: bytes) -> dict:
+def verify_result(out: bytes, key: bytes) -> JudgeResult:
     """The judge's result if it is authentic and well formed; an ``error`` result otherwise."""
     try:
-        envelope = json.loads(out.decode("utf-8"))
-        body, mac = envelope["body"], envelope["mac"]
-        if not (isinstance(body, str) and isinstance(mac, str) and hmac.compare_digest(mac, sign(key, body))):
-            raise ValueError("bad signature")
-        result = json.loads(body)
-        result, replaced = valid_unicode(result)
-        if replaced:  # nbgrader cannot write lone surrogates; they came from the student's output
+        result, replaced = valid_unicode(json.loads(unseal(out, key)))
+        if replaced and isinstance(result, dict):   # nbgrader cannot write lone surrogates; they came from the student's output
             result["detail"] = "; ".join(x for x in (result.get("detail"), "text that is not valid Unicode "
                                          "(lone surrogates) in the notebook's output was replaced") if x)
-        if result.get("status") not in STATUSES or not isinstance(result.get("detail"), str):
-            raise ValueError("bad status")
-        for cell in result.get("cells", []):
-            if type(cell.get("index")) is not int or type(cell.get("outputs")) is not list:
-                raise ValueError("bad cell")
-        return result
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
-        return {"status": Status.ERROR, "detail": "the judge returned no valid result", "cells": []}
+        return JudgeResult.from_dict(result)
+    except (ProtocolError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return JudgeResult.failed("the judge returned no valid result")
 
 
 # --------------------------------------------------------------------------------------------------
 # Stage 5: record (nbgrader scores the cells) and stage 6: feedback
 
-_RESULTS: dict[tuple[str, str, str], dict] = {}
-_RELEASE_TEXT: dict[str, set] = {}
+JUDGED_DIR = "judged"   # under the course folder: the judge's result for each notebook, read by ReplayExecution
+
+
+def judged_path(root: Path, student_id: str, assignment_name: str, notebook_name: str) -> Path:
+    return Path(root) / JUDGED_DIR / student_id / assignment_name / f"{notebook_name}.json"
 
 
 class ReplayExecution(NbGraderPreprocessor):
-    """Stands in for nbgrader's ``Execute``: the outputs the judge produced, cell by cell.
+    """Stands in for nbgrader's ``Execute``: the outputs the judge produced, cell by cell, read from the
+    result file ``record`` wrote (``judged_path``) for this student, assignment and notebook.
 
     A graded cell the judge did not reach gets an error (it scores 0, never "no output, full marks").
     """
 
+    course_root = Unicode("", help="the nbgrader course folder (its judged/ folder holds the results)").tag(config=True)
+
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        result = _RESULTS[(info["student"], info["assignment"], info["notebook"])]
-        by_index = {cell["index"]: cell["outputs"] for cell in result.get("cells", [])}
+        path = judged_path(self.course_root, info["student"], info["assignment"], info["notebook"])
+        result = JudgeResult.from_json(path.read_text(encoding="utf-8"))
+        by_index = {cell.index: cell.outputs for cell in result.cells}
         count = 0
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
@@ -593,7 +585,7 @@ class ReplayExecution(NbGraderPreprocessor):
                 cell.execution_count = None
                 if conventions.is_graded_cell(cell):
                     cell.outputs = [nbformat.from_dict(error_output(
-                        "NotExecuted", f"{result.get('status')}: {result.get('detail') or 'the tests did not run'}"))]
+                        "NotExecuted", f"{result.status}: {result.detail or 'the tests did not run'}"))]
                 continue
             count += 1
             cell.execution_count = count
@@ -620,11 +612,20 @@ class RedactHiddenTests(NbGraderPreprocessor):
 
 
 class EscapeStudentText(NbGraderPreprocessor):
-    """Markdown the student wrote is shown as text, never as HTML (no scripts in feedback pages)."""
+    """Markdown the student wrote is shown as text, never as HTML (no scripts in feedback pages): every
+    cell whose text is not one of the release notebook's (under the course folder's release/)."""
+
+    course_root = Unicode("", help="the nbgrader course folder (its release/ folder holds the release notebooks)").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        release = Path(self.course_root) / "release" / str(info.get("assignment")) / f"{info.get('notebook')}.ipynb"
+        self._release_text = {c.source for c in conventions.read_notebook(release).cells} if release.is_file() else set()
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         if not _escaped(cell.source):   # escape_student_markdown already did it before nbgrader saw the cell
-            _escape_student_cell(cell, _RELEASE_TEXT.get(resources.get("nbgrader", {}).get("assignment"), set()))
+            _escape_student_cell(cell, self._release_text)
         return cell, resources
 
 
@@ -640,25 +641,27 @@ def _config(root: Path, db_path: Path):
                                         LimitOutput, SaveAutoGrades)
 
     config = course_config(root, db_path)
+    config.ReplayExecution.course_root = config.EscapeStudentText.course_root = str(root)
     config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, EscapeStudentText, CSSHTMLHeaderPreprocessor]
     return config
 
 
-def record(job: Job, api) -> None:
+def record(job: Job, api, root: Path) -> None:
     """nbgrader scores the cells the judge produced and writes the gradebook (this process only)."""
     row = job.row
     result = job.result
-    if result["status"] != Status.OK:
-        row.status = result["status"]
-    row.detail = "; ".join(x for x in (row.detail, result.get("detail", "")) if x)
-    key = (job.student_id, job.assignment.name, job.assignment.notebook_name)
-    _RESULTS[key] = result
+    if result.status != Status.OK:
+        row.status = result.status
+    row.detail = "; ".join(x for x in (row.detail, result.detail) if x)
+    judged = judged_path(root, job.student_id, job.assignment.name, job.assignment.notebook_name)
+    judged.parent.mkdir(parents=True, exist_ok=True)
+    judged.write_text(result.to_json(), encoding="utf-8")
     try:
         outcome = api.autograde(job.assignment.name, job.student_id, force=True, create=True)
     finally:
-        _RESULTS.pop(key, None)
+        judged.unlink(missing_ok=True)
     if not outcome["success"]:
         row.status, row.detail = Status.GRADER_ERROR, _last_line(outcome)
 
@@ -770,6 +773,7 @@ class _Course:
     hide: list[Path]
     releases: dict = field(default_factory=dict)   # assignment name -> released notebook
     sources: dict = field(default_factory=dict)    # assignment name -> solution notebook
+    release_text: dict = field(default_factory=dict)   # assignment name -> the release notebook's cell sources
 
 
 @dataclass
@@ -898,7 +902,7 @@ def _release(plan: _Plan, course: _Course) -> None:
             release = conventions.read_notebook(course.root / "release" / assignment.name / assignment.source_path.name)
             course.releases[assignment.name] = release
             course.sources[assignment.name] = conventions.read_notebook(assignment.source_path)
-            _RELEASE_TEXT[assignment.name] = {c.source for c in release.cells}
+            course.release_text[assignment.name] = {c.source for c in release.cells}
         except Exception as error:  # noqa: BLE001 - reported on each of the assignment's rows
             failed[assignment.name] = f"{type(error).__name__}: {clean_text(error)[:150]}"
     for _, assignment, row in plan.todo:
@@ -955,7 +959,7 @@ def _read_and_repair(job: Job, entry, course: _Course):
             notes.append("files not given to the notebook: " + ", ".join(left_out[:5])
                          + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""))
     nb, repaired = repair_submission(nb, release)
-    escaped = escape_student_markdown(nb, _RELEASE_TEXT[assignment.name])
+    escaped = escape_student_markdown(nb, course.release_text[assignment.name])
     if escaped:
         repaired.append(f"{escaped} text cell(s) of the student's shown as plain text")
     job.row.detail = "; ".join(notes + repaired)
@@ -987,7 +991,7 @@ def _finish(job: Job, course: _Course, out_dir: Path) -> None:
     """nbgrader scores the judged notebook and writes its feedback page (in this process)."""
     try:
         with stage("nbgrader: autograde and gradebook"):
-            record(job, course.api)
+            record(job, course.api, course.root)
         with stage("nbgrader: feedback page"):
             write_feedback(job, course.api, course.root, out_dir)
     except Exception as error:  # noqa: BLE001 - one submission never stops the batch
@@ -1025,17 +1029,14 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
     def judge(job: Job) -> Job:
         try:
             start = time.perf_counter()
-            job.result = run_judge(job.payload, limits)
-            inside = job.result.pop("timings", None)
+            job.result = run_judge(job.judge_job, limits)
             elapsed = time.perf_counter() - start
-            if isinstance(inside, dict) and all(isinstance(v, (int, float)) for v in inside.values()):
-                for name, seconds in inside.items():
-                    add_stage_time(f"judge: {name}", float(seconds))
-                elapsed -= sum(float(v) for v in inside.values())
-            add_stage_time("judge: process start, imports and result transfer", elapsed)
+            for name, seconds in job.result.timings.items():
+                add_stage_time(f"judge: {name}", seconds)
+            add_stage_time("judge: process start, imports and result transfer", elapsed - sum(job.result.timings.values()))
         except Exception as error:  # noqa: BLE001 - e.g. no process left to start the judge with
-            job.result = {"status": Status.ERROR, "cells": [],
-                          "detail": f"the grader could not run this notebook's judge: {type(error).__name__}: {clean_text(error)[:150]}"}
+            job.result = JudgeResult.failed(f"the grader could not run this notebook's judge: "
+                                            f"{type(error).__name__}: {clean_text(error)[:150]}")
         return job
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -1046,7 +1047,7 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
                 job = future.result()
             except BaseException as error:  # noqa: BLE001 - the thread itself failed
                 job = futures[future]
-                job.result = {"status": Status.ERROR, "cells": [], "detail": f"the judge did not run: {type(error).__name__}"}
+                job.result = JudgeResult.failed(f"the judge did not run: {type(error).__name__}")
             finish(job)
             bar.update(1)
         bar.close()

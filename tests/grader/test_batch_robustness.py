@@ -94,10 +94,10 @@ def batch(tmp_path_factory):
 
     real_run_judge, real_sanitise = grading.run_judge, grading._sanitise
 
-    def run_judge(payload, limits):
-        if "judge_fails" in str(payload.get("submission_dir")):
+    def run_judge(job, limits):
+        if "judge_fails" in str(job.submission_dir):
             raise OSError(11, "Resource temporarily unavailable")   # what fork() says with no PIDs left
-        return real_run_judge(payload, limits)
+        return real_run_judge(job, limits)
 
     def sanitise(nb, job, config, db_url):
         if job.student_id == "prepare_fails":
@@ -341,7 +341,7 @@ def test_flagging_is_bounded_for_huge_and_deeply_nested_cells():
 
 
 def test_the_judge_keeps_four_megabytes_of_outputs_per_notebook_and_every_verdict():
-    from autograder.judge import MAX_NOTEBOOK_OUTPUT_BYTES, error_output, keep_within_budget, stream_output
+    from autograder.judge.outputs import MAX_NOTEBOOK_OUTPUT_BYTES, error_output, keep_within_budget, stream_output
 
     spent = 0
     kept = []
@@ -358,7 +358,7 @@ def test_the_judge_keeps_four_megabytes_of_outputs_per_notebook_and_every_verdic
 
 
 def test_a_reply_nested_too_deeply_is_the_students_protocol_error():
-    from autograder.judge import Connection, RunnerGone
+    from autograder.judge.transport import Connection, RunnerGone
 
     with pytest.raises(RunnerGone) as raised:
         Connection(None, -1, b"[" * 100_000 + b"\n")._read(1, 0.0)
@@ -366,24 +366,25 @@ def test_a_reply_nested_too_deeply_is_the_students_protocol_error():
 
 
 def test_a_result_with_lone_surrogates_is_made_valid_and_says_so():
-    from autograder.judge import sign
+    from autograder.protocol import sign
 
     key = b"k" * 32
     body = json.dumps({"status": "ok", "detail": "", "cells": [{"index": 3, "outputs": [
         {"output_type": "error", "ename": "ValueError", "evalue": "broken \udcff text", "traceback": []}]}]})
     result = grading.verify_result(json.dumps({"body": body, "mac": sign(key, body)}).encode(), key)
-    assert result["status"] == "ok" and "not valid Unicode" in result["detail"]
-    assert result["cells"][0]["outputs"][0]["evalue"] == "broken \ufffd text"
+    assert result.status == "ok" and "not valid Unicode" in result.detail
+    assert result.cells[0].outputs[0]["evalue"] == "broken \ufffd text"
     copy.deepcopy(result)  # plain data
 
 
 def test_the_readme_states_the_limits_the_code_applies():
-    from autograder import flags, judge
+    from autograder import flags
+    from autograder.judge import outputs
 
     text = " ".join((Path(grading.__file__).parent / "README.md").read_text(encoding="utf-8").split())
     stated = [f"at most {grading.MAX_NOTEBOOK_BYTES // 2**20} MB",
               f"at most {grading.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all and {grading.MAX_SUBMISSION_FILES:,} files",
-              f"at most {judge.MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB of outputs per notebook",
+              f"at most {outputs.MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB of outputs per notebook",
               f"at most {grading.MAX_JUDGE_RESULT_BYTES // 2**20} MB of a judge's reply",
               f"at most {flags.MAX_SCANNED_CHARS // 1000} kB per cell and {grading.MAX_FLAGGED_CHARS // 10**6} MB per submission",
               f"no file in OUT over {MAX_OUT_FILE_BYTES // 2**20} MB"]
@@ -409,7 +410,7 @@ def test_a_failing_release_build_is_one_grader_error_per_submission(tmp_path, mo
         return Api()
 
     monkeypatch.setattr(grading, "make_api", failing_api)
-    monkeypatch.setattr(grading, "run_judge", lambda payload, limits: pytest.fail("nothing may be judged"))
+    monkeypatch.setattr(grading, "run_judge", lambda job, limits: pytest.fail("nothing may be judged"))
     rows = grade(subs, tmp_path / "out", progress=False, solutions_dir=tmp_path / "solutions", limits=LIMITS)
     assert calls == ["01_fixture"]
     assert [(r.student_id, r.status) for r in rows] == [("ann", "grader error"), ("bob", "grader error"), ("cem", "grader error")]

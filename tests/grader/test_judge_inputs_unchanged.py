@@ -2,7 +2,7 @@
 
 Every call of a handle checks, in the student's process, that the by-value arguments are unchanged
 afterwards (``kernel_agent.changed_arguments`` reports the facts); the judge compares the report
-with what the test sent and builds the failure (``judge.changed_inputs``). The quick tests drive
+with what the test sent and builds the failure (``judge.changes.changed_inputs``). The quick tests drive
 both halves directly; the slow one grades a fixture course through the whole pipeline.
 """
 
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import judge, submissions, wire
+from autograder import submissions, wire
+from autograder.judge.changes import changed_inputs
 from autograder.kernel_agent import Agent
 
 STUDENT_CODE = '''
@@ -88,7 +89,7 @@ class Student:
                    "kwargs": encoded(dict(kwargs)), "may_mutate": may_mutate}
         reply = self.agent.handle(request)
         assert reply["ok"] is True, reply
-        return reply, judge.changed_inputs(f"your {name}", args, kwargs, reply.get("changed"))
+        return reply, changed_inputs(f"your {name}", args, kwargs, reply.get("changed"))
 
 
 @pytest.fixture(scope="module")
@@ -155,10 +156,10 @@ def test_the_judge_believes_only_real_differences(student):
     forged = [{"arg": 0, "name": "x", "path": [], "after": wire.encode(torch.ones(2, 2))},
               {"arg": 7, "name": "y", "path": [], "after": None}, {"arg": 0, "path": [0, 0, 0]}, "junk",
               {"arg": 0, "name": "<script>", "path": "x", "after": 3}]
-    assert judge.changed_inputs("your f", (x,), {}, forged) is None
-    assert judge.changed_inputs("your f", (x,), {}, "not a list") is None
+    assert changed_inputs("your f", (x,), {}, forged) is None
+    assert changed_inputs("your f", (x,), {}, "not a list") is None
     real = [{"arg": 0, "name": "<b>x</b>", "path": [], "after": wire.encode(torch.zeros(2, 2))}]
-    assert judge.changed_inputs("your f", (x,), {}, real).startswith(
+    assert changed_inputs("your f", (x,), {}, real).startswith(
         "f modified its argument `#1` in place (4 of 4 values changed)"), "an odd name is not repeated"
 
 

@@ -30,4 +30,4 @@ def test_every_status_is_explained_in_the_instructor_guide():
 def test_the_judge_statuses_and_the_unreadable_ones_are_disjoint():
     assert set(JUDGE_STATUSES).isdisjoint(UNREADABLE)
     assert grading.STATUSES == JUDGE_STATUSES
-    assert grading.verify_result(b"not json", b"k")["status"] == Status.ERROR
+    assert grading.verify_result(b"not json", b"k").status == Status.ERROR

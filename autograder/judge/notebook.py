@@ -1,0 +1,105 @@
+"""Judging a whole notebook: which cells run where, what sets the status, what is kept of the outputs.
+
+Cells are walked in order. The set-up cell, the answer cells and the student's own cells
+(``job.run_indices``) run in the runner; the course's demo and figure cells are not re-run (they
+teach, they don't grade). Each graded test cell runs in the judge. Trouble in an answer cell or a
+test (a timeout, the process dying, memory) sets the notebook's status; trouble in a student's own
+cell is only reported in the detail.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from .. import sandbox
+from ..protocol import CellResult, JudgeJob, JudgeResult, Status
+from .outputs import keep_within_budget
+from .session import CellOutcome, Session
+from .transport import RunnerGone
+
+SETUP_TIMEOUT_S = 120   # the set-up cell (imports; on a busy machine that can take a while)
+RUNNER_START = "runner start (sandbox, Python)"
+
+
+def section_of(cells: list, index: int) -> str:
+    """The heading of the section a cell is in (for messages about ungraded cells)."""
+    for cell in reversed(cells[:index]):
+        if cell.get("cell_type") == "markdown":
+            for line in str(cell.get("source", "")).splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()[:80]
+    return "the top of the notebook"
+
+
+class _Walk:
+    """The notebook's verdict as it builds up: statuses, details, kept outputs, time per kind of cell."""
+
+    def __init__(self):
+        self.statuses: list[str] = []
+        self.details: list[str] = []
+        self.cells: list[CellResult] = []
+        self.spent = 0
+        self.timings = {RUNNER_START: 0.0, "set-up cell": 0.0, "answer and student cells": 0.0, "test cells": 0.0}
+
+    def keep(self, index: int, outcome: CellOutcome, graded: bool) -> None:
+        self.spent = keep_within_budget(outcome.outputs, self.spent, graded)
+        self.cells.append(CellResult(index, outcome.outputs))
+
+    def result(self) -> JudgeResult:
+        status = Status(self.statuses[0]) if self.statuses else Status.OK
+        return JudgeResult(status, "; ".join(dict.fromkeys(self.details))[:1000], self.cells, self.timings)
+
+
+def judge_notebook(job: JudgeJob) -> JudgeResult:
+    """Run a job (built by ``autograder.grading.prepare_job``) and return the notebook's result."""
+    walk = _Walk()
+    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
+        scratch = Path(tmp) / "work"
+        scratch.mkdir()
+        if job.submission_dir:
+            skipped = sandbox.copy_submission_files(Path(job.submission_dir), scratch)
+            if skipped:
+                walk.details.append("files not copied: " + ", ".join(skipped[:5]))
+        session = Session(scratch, job.limits, [Path(p) for p in job.hide], job.names, Path(tmp) / "runner.log")
+        started = time.perf_counter()
+        try:
+            session.start()
+        except (RunnerGone, sandbox.SandboxUnavailable, OSError) as error:
+            session.stop()
+            return JudgeResult.failed(f"could not start the student's process: {error}"[:300])
+        walk.timings[RUNNER_START] = time.perf_counter() - started
+        try:
+            for index, cell in enumerate(job.cells):
+                if cell.get("cell_type") == "code":
+                    _judge_cell(job, session, walk, index, cell)
+        finally:
+            session.stop()
+            sandbox.kill_descendants()
+    return walk.result()
+
+
+def _judge_cell(job: JudgeJob, session: Session, walk: _Walk, index: int, cell: dict) -> None:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    meta = meta if type(meta) is dict else {}
+    source = str(cell.get("source", ""))
+    started = time.perf_counter()
+    if meta.get("grade") is True:
+        grade_id = str(meta.get("grade_id", index))
+        outcome = session.run_test_cell(source, grade_id)
+        walk.timings["test cells"] += time.perf_counter() - started
+        if outcome.trouble:
+            walk.statuses.append(outcome.trouble)
+            walk.details.append(outcome.message or f"{grade_id}: {outcome.trouble}")
+        walk.keep(index, outcome, graded=True)
+    elif index in job.run_indices:
+        setup = meta.get("grade_id") == "setup"
+        outcome = session.run_cell(source, limit_s=max(job.limits.cell_timeout_s, SETUP_TIMEOUT_S) if setup else None)
+        walk.timings["set-up cell" if setup else "answer and student cells"] += time.perf_counter() - started
+        if outcome.trouble:
+            where = job.cell_labels.get(str(index)) or f"a cell in '{section_of(job.cells, index)}'"
+            walk.details.append(f"{where}: {outcome.message}")
+            if index in job.answer_cells:
+                walk.statuses.append(outcome.trouble)
+        walk.keep(index, outcome, graded=False)
