@@ -85,60 +85,94 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
         problems = release_problems()
         if problems:
             raise BuildError("refusing a release build: " + "; ".join(problems))
-    changed: list[Path] = []
     all_assignments = conventions.assignments(solutions_dir)
-    if only:
-        unknown = sorted(only - {a.name for a in all_assignments})
-        if unknown:
-            raise BuildError(f"no assignment named {', '.join(unknown)} in {solutions_dir}")
-    assignments = [a for a in all_assignments if not only or a.name in only]
+    assignments = _selected(all_assignments, only, solutions_dir)
+    changed: list[Path] = []
     if tidy_sources:
-        for assignment in assignments:
-            nb = conventions.read_notebook(assignment.source_path)
-            tidy_source_notebook(nb)
-            if write_if_changed(assignment.source_path, notebook_text(nb)):
-                changed.append(assignment.source_path)
-
+        changed += _tidy_sources(assignments)
     with tempfile.TemporaryDirectory(prefix="course-build-") as tmp:
         root = Path(tmp)
         link_sources(root, solutions_dir)
         api = make_api(course_config(root, root / "gradebook.db"))
         for assignment in assignments:
-            result = api.generate_assignment(assignment.name, force=True, create=True)
-            if not result["success"]:
-                raise BuildError(f"nbgrader generate_assignment failed for {assignment.name}:\n"
-                                 f"{result.get('log', '')}\n{result.get('error', '')}")
-            released = root / "release" / assignment.name
-            target = notebooks_dir / assignment.name
-            expected = set()
-            for path in sorted(released.rglob("*")):
-                if path.is_dir():
-                    continue
-                relative = path.relative_to(released)
-                expected.add(relative)
-                if path.suffix == ".ipynb":
-                    released_nb = nbformat.read(str(path), as_version=4)
-                    if self_grading:
-                        add_self_grading_cell(released_nb, assignment.name)
-                    text = notebook_text(released_nb)
-                    if write_if_changed(target / relative, text):
-                        changed.append(target / relative)
-                elif write_if_changed(target / relative, path.read_text(encoding="utf-8")):
-                    changed.append(target / relative)
-            for path in sorted(target.rglob("*")):
-                if path.is_file() and path.relative_to(target) not in expected:
-                    path.unlink()
-                    changed.append(path)
-            bundle = bundle_dir / f"{assignment.name}.bin"
-            if self_grading:
-                data = selfgrade.make_bundle(conventions.read_notebook(assignment.source_path)).decode("ascii")
-                if write_if_changed(bundle, data):
-                    changed.append(bundle)
-            elif bundle.exists():
-                bundle.unlink()
-                changed.append(bundle)
+            released = _generate(api, root, assignment.name)
+            changed += _copy_release(released, notebooks_dir / assignment.name, assignment.name, self_grading)
+            changed += _update_bundle(assignment, bundle_dir, self_grading)
+    changed += _remove_unknown_folders(notebooks_dir, {a.name for a in all_assignments})
+    return changed
 
-    known = {a.name for a in all_assignments}
+
+def _selected(all_assignments: list, only: set[str] | None, solutions_dir: Path) -> list:
+    """The assignments named in ``only`` (all when it is empty), in course order; an unknown name is an error."""
+    if only:
+        unknown = sorted(only - {a.name for a in all_assignments})
+        if unknown:
+            raise BuildError(f"no assignment named {', '.join(unknown)} in {solutions_dir}")
+    return [a for a in all_assignments if not only or a.name in only]
+
+
+def _tidy_sources(assignments: list) -> list[Path]:
+    """Tidy each solution notebook in place (``tidy_source_notebook``); return those rewritten."""
+    changed = []
+    for assignment in assignments:
+        nb = conventions.read_notebook(assignment.source_path)
+        tidy_source_notebook(nb)
+        if write_if_changed(assignment.source_path, notebook_text(nb)):
+            changed.append(assignment.source_path)
+    return changed
+
+
+def _generate(api, root: Path, name: str) -> Path:
+    """Run nbgrader's generate_assignment on one assignment; return the folder of its release files."""
+    result = api.generate_assignment(name, force=True, create=True)
+    if not result["success"]:
+        raise BuildError(f"nbgrader generate_assignment failed for {name}:\n"
+                         f"{result.get('log', '')}\n{result.get('error', '')}")
+    return root / "release" / name
+
+
+def _copy_release(released: Path, target: Path, assignment_name: str, self_grading: bool) -> list[Path]:
+    """Make ``target`` hold exactly the release files (notebooks with the self-grading cells when
+    ``self_grading``); return the files written or removed."""
+    changed = []
+    expected = set()
+    for path in sorted(released.rglob("*")):
+        if path.is_dir():
+            continue
+        relative = path.relative_to(released)
+        expected.add(relative)
+        if path.suffix == ".ipynb":
+            released_nb = nbformat.read(str(path), as_version=4)
+            if self_grading:
+                add_self_grading_cell(released_nb, assignment_name)
+            text = notebook_text(released_nb)
+        else:
+            text = path.read_text(encoding="utf-8")
+        if write_if_changed(target / relative, text):
+            changed.append(target / relative)
+    for path in sorted(target.rglob("*")):
+        if path.is_file() and path.relative_to(target) not in expected:
+            path.unlink()
+            changed.append(path)
+    return changed
+
+
+def _update_bundle(assignment, bundle_dir: Path, self_grading: bool) -> list[Path]:
+    """Write the assignment's self-grading bundle (its tests), or remove it from a private edition."""
+    bundle = bundle_dir / f"{assignment.name}.bin"
+    if self_grading:
+        data = selfgrade.make_bundle(conventions.read_notebook(assignment.source_path)).decode("ascii")
+        if write_if_changed(bundle, data):
+            return [bundle]
+    elif bundle.exists():
+        bundle.unlink()
+        return [bundle]
+    return []
+
+
+def _remove_unknown_folders(notebooks_dir: Path, known: set[str]) -> list[Path]:
+    """Remove the student versions of assignments that no longer exist in ``solutions/``."""
+    changed = []
     if notebooks_dir.exists():
         for folder in notebooks_dir.iterdir():
             if folder.is_dir() and folder.name not in known:

@@ -52,28 +52,56 @@ def flags_for(source: str) -> list[str]:
         return []
     except (ValueError, RecursionError, MemoryError):  # null bytes, nesting deeper than Python parses
         return ["code the grader could not parse"]
+    imported = _imported_names(tree)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        found.extend(_node_flags(node, imported))
+    return sorted(set(found))
+
+
+# Names of modules whose attributes an answer has no reason to assign, imported or not (``torch.x = ...``).
+_MODULE_NAMES = frozenset({"torch", "np", "numpy", "math", "checks", "utils", "F", "sys", "os"})
+
+
+def _imported_names(tree: ast.AST) -> set[str]:
+    """The names the code's imports bind (``import a.b as c`` binds ``c``, ``import a.b`` binds ``a``)."""
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.update(alias.asname or alias.name for alias in node.names)
-    found: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES:
-            found.append(SUSPICIOUS_NAMES[node.id])
-        elif isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_ATTRIBUTES:
-            found.append(SUSPICIOUS_ATTRIBUTES[node.attr])
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
-            found.extend(SUSPICIOUS_NAMES[n.split(".")[0]] for n in names if n and n.split(".")[0] in SUSPICIOUS_NAMES)
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and target.id in MODULE_ALIASES:
-                    found.append(f"rebinds the name {target.id}")
-                if isinstance(target, ast.Attribute) and _root_name(target) in imported | {"torch", "np", "numpy", "math", "checks", "utils", "F", "sys", "os"}:
-                    found.append(f"rebinds {ast.unparse(target)}")
-        elif isinstance(node, ast.FunctionDef) and node.name in PRETENDING_METHODS:
-            found.append(f"defines {node.name}")
-    return sorted(set(found))
+    return imported
+
+
+def _node_flags(node: ast.AST, imported: set[str]) -> list[str]:
+    """The flags one node of the tree raises on its own (its children are visited separately)."""
+    if isinstance(node, ast.Name) and node.id in SUSPICIOUS_NAMES:
+        return [SUSPICIOUS_NAMES[node.id]]
+    if isinstance(node, ast.Attribute) and node.attr in SUSPICIOUS_ATTRIBUTES:
+        return [SUSPICIOUS_ATTRIBUTES[node.attr]]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return _import_flags(node)
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        return _rebinding_flags(node, imported)
+    if isinstance(node, ast.FunctionDef) and node.name in PRETENDING_METHODS:
+        return [f"defines {node.name}"]
+    return []
+
+
+def _import_flags(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """An import of a suspicious module (``import ctypes``, ``from builtins import ...``) or name."""
+    names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+    return [SUSPICIOUS_NAMES[n.split(".")[0]] for n in names if n and n.split(".")[0] in SUSPICIOUS_NAMES]
+
+
+def _rebinding_flags(node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete, imported: set[str]) -> list[str]:
+    """Assigning (or deleting) a module's conventional name, or an attribute of a module."""
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    found = []
+    for target in targets:
+        if isinstance(target, ast.Name) and target.id in MODULE_ALIASES:
+            found.append(f"rebinds the name {target.id}")
+        if isinstance(target, ast.Attribute) and _root_name(target) in imported | _MODULE_NAMES:
+            found.append(f"rebinds {ast.unparse(target)}")
+    return found

@@ -150,39 +150,60 @@ def changed_arguments(target, sent_args, sent_kwargs, args, kwargs) -> list[dict
 
 
 def _diff(sent, live, path: list, found: list, arg) -> None:
+    """Append to ``found`` each part of ``live`` that differs from its wire form ``sent``: a container
+    that kept its shape is compared item by item, anything else as a whole."""
     if len(found) >= MAX_CHANGES:
         return
     tag = sent.get("$") if type(sent) is dict else None
     if tag in _EXEMPT_TAGS:
         return
-    if type(sent) is list:
-        if type(live) is list and len(live) == len(sent):
-            for index, (s, v) in enumerate(zip(sent, live)):
-                _diff(s, v, path + [index], found, arg)
-            return
-    elif tag == "tuple" and type(sent.get("items")) is list:
-        items = sent["items"]
-        if isinstance(live, tuple) and len(live) == len(items):
-            for index, (s, v) in enumerate(zip(items, live)):
-                _diff(s, v, path + [index], found, arg)
-            return
-    elif tag == "dict" and type(sent.get("items")) is list:
-        pairs = sent["items"]
-        try:
-            keys = [wire.decode(pair[0]) for pair in pairs]
-        except (wire.WireError, TypeError, IndexError, RecursionError):
-            return
-        if isinstance(live, dict) and list(live.keys()) == keys:
-            for index, (pair, key) in enumerate(zip(pairs, keys)):
-                _diff(pair[1], live[key], path + [index], found, arg)
-            return
-    elif _same_encoding(sent, live):
+    parts = _matching_parts(sent, live, tag)
+    if parts is _UNREADABLE_KEYS:
+        return
+    if parts is not None:
+        for index, (s, v) in enumerate(parts):
+            _diff(s, v, path + [index], found, arg)
+        return
+    if not _is_container(sent, tag) and _same_encoding(sent, live):
         return
     try:
         after = wire.encode(live)
     except (wire.WireError, RecursionError, TypeError, ValueError, RuntimeError):
         after = None
     found.append({"arg": arg, "path": path, "after": after})
+
+
+_UNREADABLE_KEYS = object()   # a sent dict whose keys do not decode: nothing to compare it with
+
+
+def _is_container(sent, tag) -> bool:
+    """A list, tuple or dict as sent (one that changed shape is reported whole, without encoding it again)."""
+    return type(sent) is list or (tag in ("tuple", "dict") and type(sent.get("items")) is list)
+
+
+def _matching_parts(sent, live, tag):
+    """(sent item, live item) pairs, in order, when ``sent`` is a container and ``live`` still has its
+    shape (same type, length and dict keys); else None, or ``_UNREADABLE_KEYS``."""
+    if type(sent) is list:
+        if type(live) is list and len(live) == len(sent):
+            return zip(sent, live)
+    elif tag == "tuple" and type(sent.get("items")) is list:
+        items = sent["items"]
+        if isinstance(live, tuple) and len(live) == len(items):
+            return zip(items, live)
+    elif tag == "dict" and type(sent.get("items")) is list:
+        return _matching_dict_parts(sent["items"], live)
+    return None
+
+
+def _matching_dict_parts(pairs: list, live):
+    try:
+        keys = [wire.decode(pair[0]) for pair in pairs]
+    except (wire.WireError, TypeError, IndexError, RecursionError):
+        return _UNREADABLE_KEYS
+    if isinstance(live, dict) and list(live.keys()) == keys:
+        return ((pair[1], live[key]) for pair, key in zip(pairs, keys))
+    return None
 
 
 def _same_encoding(sent, live) -> bool:

@@ -71,6 +71,14 @@ def _index(submitted, release) -> _Index:
     index = _Index()
     release_ids = [conventions.grade_id(c) for c in release.cells]
     known = {gid for gid in release_ids if gid}
+    _sort_cells(submitted, release, known, index)
+    index.notes += _damage_notes(submitted, release, release_ids, known, index.seen)
+    return index
+
+
+def _sort_cells(submitted, release, known: set[str], index: _Index) -> None:
+    """Each of the student's cells into ``index``: a release cell (the first of each grade_id counts,
+    and anchors the extra cells after it), the student's own cell, or a copy of a release cell (dropped)."""
     release_sources = {_normal(c.source) for c in release.cells if not conventions.nbgrader_meta(c).get("solution")}
     release_types = {conventions.grade_id(c): c.cell_type for c in release.cells if conventions.grade_id(c)}
     anchor: str | None = None
@@ -86,17 +94,27 @@ def _index(submitted, release) -> _Index:
             anchor = gid
         elif _normal(cell.source) not in release_sources:   # else a copy of a release cell (duplicated, or stripped of its metadata)
             index.extras.append((anchor, cell))
-    duplicated = sorted(g for g, n in index.seen.items() if n > 1)
+
+
+def _damage_notes(submitted, release, release_ids: list, known: set[str], seen: dict[str, int]) -> list[str]:
+    """What the grade table says was repaired: duplicated cells, deleted test cells, cells out of order."""
+    notes = []
+    duplicated = sorted(g for g, n in seen.items() if n > 1)
     if duplicated:
-        index.notes.append(f"duplicate cells ignored: {', '.join(duplicated)}")
-    missing_tests = sorted(g for g in known if g not in index.seen and g != "setup"
-                           and conventions.nbgrader_meta(release.cells[release_ids.index(g)]).get("grade"))
+        notes.append(f"duplicate cells ignored: {', '.join(duplicated)}")
+    missing_tests = _deleted_test_cells(release, release_ids, known, seen)
     if missing_tests:
-        index.notes.append(f"deleted test cells restored: {', '.join(missing_tests)}")
+        notes.append(f"deleted test cells restored: {', '.join(missing_tests)}")
     order = [g for g in (conventions.grade_id(c) for c in submitted.cells) if g in known]
-    if list(dict.fromkeys(order)) != [g for g in release_ids if g in index.seen]:
-        index.notes.append("cells moved back into their original order")
-    return index
+    if list(dict.fromkeys(order)) != [g for g in release_ids if g in seen]:
+        notes.append("cells moved back into their original order")
+    return notes
+
+
+def _deleted_test_cells(release, release_ids: list, known: set[str], seen: dict[str, int]) -> list[str]:
+    """The graded cells of the release (not the set-up cell) that the submission no longer has."""
+    return sorted(g for g in known if g not in seen and g != "setup"
+                  and conventions.nbgrader_meta(release.cells[release_ids.index(g)]).get("grade"))
 
 
 def _match_answers(release, index: _Index) -> tuple[dict[str, str], set[int], list[str]]:

@@ -284,28 +284,34 @@ def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
             # /tmp is private and memory-backed, capped so that writing files cannot exhaust the memory
             # (the address-space limit does not count tmpfs pages).
             *tmpfs("/tmp", SANDBOX_TMP_BYTES)]
-    read_only = ["/", "/dev"]
-    # The Python environment and the course packages, each bound alone and read-only; a hidden path
-    # (grading output, submissions, solutions, the repository) that lies inside one of them is covered
-    # by an empty read-only tmpfs, and whatever is needed inside a hidden path is bound back on top:
-    # mounts are made outermost first.
+    environment, covered = _environment_mounts(hide, tmpfs)
+    # The submission's files come in read-only; the runner works on a copy inside the private /tmp,
+    # so nothing it writes reaches the host's disk.
+    args += environment + ["--ro-bind", str(scratch), INSIDE_SEED]
+    for path in ["/", "/dev"] + covered:
+        args += ["--remount-ro", path]
+    return args + ["--chdir", "/tmp"]
+
+
+def _environment_mounts(hide: list[Path], tmpfs) -> tuple[list[str], list[str]]:
+    """The Python environment and the course packages, each bound alone and read-only; a hidden path
+    (grading output, submissions, solutions, the repository) that lies inside one of them is covered
+    by an empty tmpfs (returned too, to be remounted read-only), and whatever is needed inside a
+    hidden path is bound back on top: mounts are made outermost first."""
     wanted = python_environment_paths() + course_package_paths()
     hidden = [(path, "hide") for path in {p.resolve() for p in hide if p.exists()}
               if path != Path("/") and any(b == path or b in path.parents for b in wanted)]
     binds = [(path, "bind") for path in set(wanted)
              if not any(_covered(path, outer, [h for h, _ in hidden]) for outer in wanted)]
+    args: list[str] = []
+    covered: list[str] = []
     for path, what in sorted(set(binds + hidden), key=lambda item: (len(item[0].parts), item[1] == "hide")):
         if what == "bind":
             args += ["--ro-bind", str(path), str(path)]
         else:
             args += tmpfs(str(path), 4096)
-            read_only.append(str(path))
-    # The submission's files come in read-only; the runner works on a copy inside the private /tmp,
-    # so nothing it writes reaches the host's disk.
-    args += ["--ro-bind", str(scratch), INSIDE_SEED]
-    for path in read_only:
-        args += ["--remount-ro", path]
-    return args + ["--chdir", "/tmp"]
+            covered.append(str(path))
+    return args, covered
 
 
 def _covered(path: Path, outer: Path, hidden: list[Path]) -> bool:

@@ -112,15 +112,37 @@ def _helper_source() -> str:
     return inspect.getsource(_pip_failure_cause) + "\n\n" + inspect.getsource(_tidy)
 
 
-def setup_cell_source() -> str:
-    return f'''\
+# The set-up cell in three pieces, in this order: what it does (for the student), the install (the pip
+# helpers above, then the function that installs on Colab, with this module's settings filled in),
+# and the set-up proper (seed, device), which runs everywhere.
+_CELL_HEADER = '''\
 # Set-up: run this cell first.
 # On Google Colab it installs the course helpers (the `utils` package) and the extra packages the
 # notebooks use, from the course repository; on your own machine (after the README's quick start)
 # it only imports them. It seeds the random generators and picks the device: a CUDA GPU if there
 # is one (Colab: Runtime > Change runtime type > GPU), else Apple MPS, else the CPU.
-{_helper_source()}
+'''
 
+_CELL_SET_UP = '''\
+_install_course_helpers()
+del _install_course_helpers, _pip_failure_cause, _tidy
+
+import utils
+from utils import checks
+
+utils.seed_everything(0)
+device = utils.choose_device()
+print(utils.environment.describe(device))
+utils.environment.warn_missing_packages()'''
+
+
+def setup_cell_source() -> str:
+    return _CELL_HEADER + _helper_source() + "\n\n" + _install_function_source() + "\n\n\n" + _CELL_SET_UP
+
+
+def _install_function_source() -> str:
+    """The set-up cell's ``_install_course_helpers``: import the helpers, or install them on Colab."""
+    return f'''\
 def _install_course_helpers():
     import importlib, os, subprocess, sys
 
@@ -151,16 +173,4 @@ def _install_course_helpers():
                          "that this runtime is online, or work on your own machine (README: Quick start).")
     importlib.invalidate_caches()
     for name in [name for name in sys.modules if name == "utils" or name.startswith("utils.")]:
-        del sys.modules[name]
-
-
-_install_course_helpers()
-del _install_course_helpers, _pip_failure_cause, _tidy
-
-import utils
-from utils import checks
-
-utils.seed_everything(0)
-device = utils.choose_device()
-print(utils.environment.describe(device))
-utils.environment.warn_missing_packages()'''
+        del sys.modules[name]'''

@@ -20,6 +20,7 @@ never the grader's. It builds only plain tensors, arrays and Python data (no pic
 from __future__ import annotations
 
 import base64
+import functools
 import math
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024   # one message on the wire
@@ -55,50 +56,118 @@ class Ref:
 
 
 def encode(value, remember=None, depth: int = 0):
-    import numpy as np
-    import torch
-
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
-    if isinstance(value, Ref):
-        return {"$": "global", "name": value.id} if isinstance(value.id, str) else {"$": "ref", "id": value.id}
-    if isinstance(value, torch.Tensor):
-        return _encode_tensor(value)
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biufc":
-            raise WireError(f"cannot send a NumPy array of dtype {value.dtype}")
-        array = np.ascontiguousarray(value)
-        return {"$": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape),
-                "data": base64.b64encode(array.tobytes()).decode("ascii")}
-    if isinstance(value, np.generic):
-        return encode(value.item(), remember, depth + 1)
-    if isinstance(value, bytes):
-        return {"$": "bytes", "data": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, torch.dtype):
-        return {"$": "dtype", "name": str(value).removeprefix("torch.")}
-    if isinstance(value, torch.Generator):
-        return {"$": "generator", "state": base64.b64encode(value.get_state().numpy().tobytes()).decode("ascii")}
-    if isinstance(value, torch.Size):
-        return {"$": "tuple", "items": [int(v) for v in value]}
-    if type(value) is list:
-        return [encode(v, remember, depth + 1) for v in value]
-    if type(value) is tuple or (isinstance(value, tuple) and hasattr(value, "_fields")):
-        return {"$": "tuple", "items": [encode(v, remember, depth + 1) for v in value]}
-    if isinstance(value, dict) and all(isinstance(k, (str, int, float, bool, type(None), tuple)) for k in value):
-        return {"$": "dict", "items": [[encode(k, remember, depth + 1), encode(v, remember, depth + 1)]
-                                       for k, v in value.items()]}
+    for accepts, encoder in _encoders():
+        if accepts(value):
+            return encoder(value, remember, depth)
     if remember is not None:
         return {"$": "ref", "id": remember(value)}
     raise WireError(f"cannot send a {type(value).__name__} by value")
 
 
-def _encode_tensor(tensor):
+@functools.cache
+def _encoders() -> tuple:
+    """(accepts, encoder) pairs, tried in order: the first that accepts a value encodes it. Order
+    matters: ``bool`` is an ``int``, NumPy's ``float64`` a ``float``, ``torch.Size`` a ``tuple``.
+    Built on first use, so that importing this module imports neither NumPy nor PyTorch."""
+    import numpy as np
+    import torch
+
+    def instance_of(kind):
+        return lambda value: isinstance(value, kind)
+
+    return (
+        (_is_json_scalar, _as_is),
+        (instance_of(float), _encode_float),
+        (instance_of(Ref), _encode_ref),
+        (instance_of(torch.Tensor), _encode_tensor),
+        (instance_of(np.ndarray), _encode_ndarray),
+        (instance_of(np.generic), _encode_numpy_scalar),
+        (instance_of(bytes), _encode_bytes),
+        (instance_of(torch.dtype), _encode_dtype),
+        (instance_of(torch.Generator), _encode_generator),
+        (instance_of(torch.Size), _encode_size),
+        (lambda value: type(value) is list, _encode_list),
+        (_is_tuple, _encode_tuple),
+        (_is_dict_with_plain_keys, _encode_dict),
+    )
+
+
+# One function per kind of value: ``(value, remember, depth)``, ``depth`` the value's own depth (its
+# items are encoded one deeper).
+
+
+def _is_json_scalar(value) -> bool:
+    return value is None or isinstance(value, (bool, str, int))
+
+
+def _as_is(value, remember, depth):
+    return value
+
+
+def _encode_float(value, remember, depth):
+    return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
+
+
+def _encode_ref(value, remember, depth):
+    return {"$": "global", "name": value.id} if isinstance(value.id, str) else {"$": "ref", "id": value.id}
+
+
+def _encode_ndarray(value, remember, depth):
+    import numpy as np
+
+    if value.dtype.kind not in "biufc":
+        raise WireError(f"cannot send a NumPy array of dtype {value.dtype}")
+    array = np.ascontiguousarray(value)
+    return {"$": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape),
+            "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def _encode_numpy_scalar(value, remember, depth):
+    return encode(value.item(), remember, depth + 1)
+
+
+def _encode_bytes(value, remember, depth):
+    return {"$": "bytes", "data": base64.b64encode(value).decode("ascii")}
+
+
+def _encode_dtype(value, remember, depth):
+    return {"$": "dtype", "name": str(value).removeprefix("torch.")}
+
+
+def _encode_generator(value, remember, depth):
+    return {"$": "generator", "state": base64.b64encode(value.get_state().numpy().tobytes()).decode("ascii")}
+
+
+def _encode_size(value, remember, depth):
+    return {"$": "tuple", "items": [int(v) for v in value]}
+
+
+def _encode_list(value, remember, depth):
+    return [encode(v, remember, depth + 1) for v in value]
+
+
+def _is_tuple(value) -> bool:
+    """A plain tuple or a named tuple (a tuple subclass of another kind is sent by reference)."""
+    return type(value) is tuple or (isinstance(value, tuple) and hasattr(value, "_fields"))
+
+
+def _encode_tuple(value, remember, depth):
+    return {"$": "tuple", "items": [encode(v, remember, depth + 1) for v in value]}
+
+
+def _is_dict_with_plain_keys(value) -> bool:
+    """A dict whose keys the other side can rebuild by value (else the dict is sent by reference)."""
+    return isinstance(value, dict) and all(isinstance(k, (str, int, float, bool, type(None), tuple)) for k in value)
+
+
+def _encode_dict(value, remember, depth):
+    return {"$": "dict", "items": [[encode(k, remember, depth + 1), encode(v, remember, depth + 1)]
+                                   for k, v in value.items()]}
+
+
+def _encode_tensor(tensor, remember=None, depth: int = 0):
     import torch
 
     plain = torch._C.TensorBase.detach(tensor)
@@ -124,11 +193,7 @@ def decode(value, resolve=None, depth: int = 0, resolve_global=None):
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
     kind = type(value)
-    if value is None or kind in (bool, str):
-        return value
-    if kind is int:
-        return value
-    if kind is float:
+    if value is None or kind in (bool, str, int, float):
         return value
     if kind is list:
         if len(value) > MAX_ITEMS:
@@ -137,58 +202,78 @@ def decode(value, resolve=None, depth: int = 0, resolve_global=None):
     if kind is not dict:
         raise WireError(f"unexpected JSON value of type {kind.__name__}")
     tag = value.get("$")
-    if tag == "float":
-        text = value.get("v")
-        if text not in ("inf", "-inf", "nan"):
-            raise WireError("bad float")
-        return float(text)
-    if tag == "tuple":
-        items = _list(value, "items")
-        return tuple(decode(v, resolve, depth + 1, resolve_global) for v in items)
-    if tag == "dict":
-        out = {}
-        for pair in _list(value, "items"):
-            if type(pair) is not list or len(pair) != 2:
-                raise WireError("bad dict item")
-            key = decode(pair[0], resolve, depth + 1, resolve_global)
-            if not isinstance(key, (str, int, float, bool, type(None), tuple)):
-                raise WireError("bad dict key")
-            out[key] = decode(pair[1], resolve, depth + 1, resolve_global)
-        return out
-    if tag == "bytes":
-        return _b64(value.get("data"))
-    if tag == "tensor":
-        return _decode_tensor(value)
-    if tag == "ndarray":
-        return _decode_ndarray(value)
-    if tag == "dtype":
-        import torch
+    # A tag that is not a string (a list, a number) is unknown, not a lookup error.
+    decoder = _DECODERS.get(tag) if isinstance(tag, str) else None
+    if decoder is None:
+        raise WireError(f"unknown tag {tag!r}")
+    return decoder(value, resolve, depth, resolve_global)
 
-        name = value.get("name")
-        if name not in _TENSOR_DTYPES:
-            raise WireError("bad dtype")
-        return getattr(torch, name)
-    if tag == "generator":
-        import torch
 
-        state = torch.frombuffer(bytearray(_b64(value.get("state"))), dtype=torch.uint8)
-        generator = torch.Generator()
-        try:
-            generator.set_state(state.clone())
-        except RuntimeError as error:
-            raise WireError(f"bad generator state: {error}") from None
-        return generator
-    if tag == "global":
-        name = value.get("name")
-        if type(name) is not str or resolve_global is None:
-            raise WireError("bad global name")
-        return resolve_global(name)
-    if tag == "ref":
-        ident = value.get("id")
-        if type(ident) is not int or resolve is None:
-            raise WireError("bad reference")
-        return resolve(ident)
-    raise WireError(f"unknown tag {tag!r}")
+# One function per tag: ``(value, resolve, depth, resolve_global)``, ``value`` a dict holding that tag,
+# ``depth`` its own depth (its items are decoded one deeper). Each checks every field it reads.
+
+
+def _decode_float(value: dict, resolve, depth: int, resolve_global):
+    text = value.get("v")
+    if text not in ("inf", "-inf", "nan"):
+        raise WireError("bad float")
+    return float(text)
+
+
+def _decode_tuple(value: dict, resolve, depth: int, resolve_global):
+    items = _list(value, "items")
+    return tuple(decode(v, resolve, depth + 1, resolve_global) for v in items)
+
+
+def _decode_dict(value: dict, resolve, depth: int, resolve_global):
+    out = {}
+    for pair in _list(value, "items"):
+        if type(pair) is not list or len(pair) != 2:
+            raise WireError("bad dict item")
+        key = decode(pair[0], resolve, depth + 1, resolve_global)
+        if not isinstance(key, (str, int, float, bool, type(None), tuple)):
+            raise WireError("bad dict key")
+        out[key] = decode(pair[1], resolve, depth + 1, resolve_global)
+    return out
+
+
+def _decode_bytes(value: dict, resolve, depth: int, resolve_global):
+    return _b64(value.get("data"))
+
+
+def _decode_dtype(value: dict, resolve, depth: int, resolve_global):
+    import torch
+
+    name = value.get("name")
+    if name not in _TENSOR_DTYPES:
+        raise WireError("bad dtype")
+    return getattr(torch, name)
+
+
+def _decode_generator(value: dict, resolve, depth: int, resolve_global):
+    import torch
+
+    state = torch.frombuffer(bytearray(_b64(value.get("state"))), dtype=torch.uint8)
+    generator = torch.Generator()
+    try:
+        generator.set_state(state.clone())
+    except RuntimeError as error:
+        raise WireError(f"bad generator state: {error}") from None
+    return generator
+
+
+def _decode_global(value: dict, resolve, depth: int, resolve_global):
+    name = value.get("name")
+    if type(name) is not str or resolve_global is None:
+        raise WireError("bad global name")
+    return resolve_global(name)
+
+
+def _decode_ref(value: dict, resolve, depth: int, resolve_global):
+    ident = value.get("id")
+    if type(ident) is not int or resolve is None:
+        raise WireError("bad reference")
+    return resolve(ident)
 
 
 def _list(value: dict, key: str) -> list:
@@ -219,7 +304,7 @@ def _shape(value: dict) -> list[int]:
     return shape
 
 
-def _decode_tensor(value: dict):
+def _decode_tensor(value: dict, resolve=None, depth: int = 0, resolve_global=None):
     import torch
 
     name = value.get("dtype")
@@ -244,7 +329,7 @@ def _decode_tensor(value: dict):
     return tensor
 
 
-def _decode_ndarray(value: dict):
+def _decode_ndarray(value: dict, resolve=None, depth: int = 0, resolve_global=None):
     import numpy as np
 
     try:
@@ -261,3 +346,10 @@ def _decode_ndarray(value: dict):
     if len(raw) != count * dtype.itemsize:
         raise WireError("array data does not match its shape")
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+_DECODERS = {
+    "float": _decode_float, "tuple": _decode_tuple, "dict": _decode_dict, "bytes": _decode_bytes,
+    "tensor": _decode_tensor, "ndarray": _decode_ndarray, "dtype": _decode_dtype, "generator": _decode_generator,
+    "global": _decode_global, "ref": _decode_ref,
+}
