@@ -68,8 +68,6 @@ def _pip_failure_cause(output: str) -> str:
     """The line of pip's output that says why it failed (not an upgrade notice; colour codes removed)."""
     # pip's last line is often not the cause: "[notice] A new release of pip", or a generic
     # "ERROR: ... Check the logs". Prefer a known cause, then git's "fatal:", then pip's "ERROR:".
-    import re
-
     causes = ("Could not resolve host", "Temporary failure in name resolution", "Name or service not known",
               "Failed to establish a new connection", "Network is unreachable", "Connection refused",
               "timed out", "No such file or directory", "does not exist", "No matching distribution",
@@ -77,15 +75,7 @@ def _pip_failure_cause(output: str) -> str:
               "No space left", "SSL", "HTTP error", "403", "404")
     generic = ("check the logs", "subprocess-exited-with-error", "did not run successfully",
                "exit code", "end of output", "see above", "lines of output")
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", output or "").replace("\r", "\n")
-    lines = []
-    for raw in text.splitlines():
-        line = raw.strip().lstrip("\u2502\u2570\u2500>\u00d7 ").strip()
-        lowered = line.lower()
-        if not line or lowered.startswith("[notice]") or "new release of pip" in lowered or "pip install --upgrade pip" in lowered \
-                or "you are using pip version" in lowered:
-            continue
-        lines.append(line)
+    lines = _pip_output_lines(output)
     useful = [line for line in lines if not any(g in line.lower() for g in generic)]
     for cause in causes:
         for line in useful:
@@ -99,6 +89,20 @@ def _pip_failure_cause(output: str) -> str:
     return _tidy((useful or lines or ["pip failed"])[-1])
 
 
+def _pip_output_lines(output: str) -> list[str]:
+    """pip's output as stripped lines: colour codes, box drawing and pip's upgrade notices removed."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", output or "").replace("\r", "\n")
+    notices = ("[notice]", "new release of pip", "pip install --upgrade pip", "you are using pip version")
+    lines = []
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("\u2502\u2570\u2500>\u00d7 ").strip()
+        if line and not any(notice in line.lower() for notice in notices):
+            lines.append(line)
+    return lines
+
+
 def _tidy(line: str) -> str:
     for prefix in ("ERROR: ", "error: ", "fatal: "):
         if line.startswith(prefix):
@@ -109,7 +113,7 @@ def _tidy(line: str) -> str:
 def _helper_source() -> str:
     import inspect
 
-    return inspect.getsource(_pip_failure_cause) + "\n\n" + inspect.getsource(_tidy)
+    return "\n\n".join(inspect.getsource(f) for f in (_pip_failure_cause, _pip_output_lines, _tidy))
 
 
 # The set-up cell in three pieces, in this order: what it does (for the student), the install (the pip
@@ -125,7 +129,7 @@ _CELL_HEADER = '''\
 
 _CELL_SET_UP = '''\
 _install_course_helpers()
-del _install_course_helpers, _pip_failure_cause, _tidy
+del _install_course_helpers, _pip_failure_cause, _pip_output_lines, _tidy
 
 import utils
 from utils import checks
