@@ -19,20 +19,29 @@ def main(argv: list[str] | None = None) -> int:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
+    for add_command in (_add_build, _add_selfgrade, _add_grade, _add_merge, _add_demo, _add_check):
+        add_command(commands)
+    return parser
 
+
+def _add_build(commands) -> None:
     build_parser = commands.add_parser("build", help="regenerate notebooks/ (student versions) from solutions/")
     build_parser.add_argument("--assignment", action="append",
                               help="build only this assignment, e.g. 03_attention (repeatable; default: all)")
     build_parser.add_argument("--no-self-grading", action="store_true",
                               help="private edition for a graded class: no self-grading cell, no test bundles")
-
-    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook, then grade it with every test (self-study)")
-    selfgrade_parser.add_argument("notebook", type=Path)
-    selfgrade_parser.add_argument("--assignment", help="assignment name (default: the notebook's folder name)")
     build_parser.add_argument("--release", action="store_true",
                               help="building a course to publish: refuse while the repository URL "
                                    "(autograder/setup_cell.py) is a placeholder")
 
+
+def _add_selfgrade(commands) -> None:
+    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook, then grade it with every test (self-study)")
+    selfgrade_parser.add_argument("notebook", type=Path)
+    selfgrade_parser.add_argument("--assignment", help="assignment name (default: the notebook's folder name)")
+
+
+def _add_grade(commands) -> None:
     grade_parser = commands.add_parser("grade", help="autograde SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb")
     grade_parser.add_argument("submissions", type=Path, help="folder of submissions, nbgrader's submitted/ layout")
     grade_parser.add_argument("--out", type=Path, required=True, help="where grades.csv, feedback/ and gradebook.db go")
@@ -51,13 +60,14 @@ def make_parser() -> argparse.ArgumentParser:
     grade_parser.add_argument("--allow-self-grading-bundles", action="store_true",
                               help="grade even though autograder/selfgrade/*.bin (the public edition's hidden tests, "
                                    "readable from the sandbox) are present; for a graded class build with --no-self-grading")
-
     grade_parser.add_argument("--solutions", type=Path, default=None,
                               help="the course's source notebooks (default: solutions/ of this checkout)")
     grade_parser.add_argument("--shard", metavar="I/K",
                               help="grade only shard I of K (0-based): the submissions whose stable hash of "
                                    "(student, assignment) falls there; --out then holds that shard alone")
 
+
+def _add_merge(commands) -> None:
     merge_parser = commands.add_parser("merge", help="merge the --out folders of grade --shard I/K into one")
     merge_parser.add_argument("shards", type=Path, nargs="+", help="the shards' output folders")
     merge_parser.add_argument("--out", type=Path, required=True, help="the merged output folder (rebuilt each time)")
@@ -65,16 +75,18 @@ def make_parser() -> argparse.ArgumentParser:
     merge_parser.add_argument("--allow-missing", action="store_true",
                               help="merge the finished shards even when some are missing or failed")
 
+
+def _add_demo(commands) -> None:
     demo_parser = commands.add_parser("demo", help="build, then grade bundled sample submissions (offline)")
     demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
     demo_parser.add_argument("--workers", type=int, default=None)
 
+
+def _add_check(commands) -> None:
     check_parser = commands.add_parser("check", help="maintainers: run solution notebooks in a kernel and through the "
                                        "judge with every mutant; print time, failures and catch rate")
     check_parser.add_argument("assignment", nargs="*", help="assignments to check (default: all)")
     check_parser.add_argument("--no-mutants", action="store_true", help="skip the mutants (time and tests only)")
-
-    return parser
 
 
 def run_check(args, parser) -> int:
@@ -113,7 +125,9 @@ def limits_from(args, parser) -> Limits:
 
 
 def run_grade(args, parser) -> int:
-    from .grading import BUNDLES_REFUSAL, NoSubmissions, format_table, grade, self_grading_bundles, summary_warnings
+    from .grading import grade
+    from .intake import NoSubmissions
+    from .report import BUNDLES_REFUSAL, format_table, self_grading_bundles, summary_warnings
     from .sandbox import RunnerCannotStart, SandboxUnavailable
     from .shards import Shard
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from . import conventions, submissions
 from .build import build
-from .grading import format_table, grade, self_grading_bundles, summary_warnings
+from .grading import grade
+from .report import format_table, self_grading_bundles, summary_warnings
 from .sandbox import Limits, bwrap_available
 
 CRASHING_ANSWER = "import os\nos._exit(3)  # a student's experiment that takes the kernel down\n"

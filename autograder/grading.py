@@ -15,10 +15,11 @@ Layout read: ``SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`` (nbgrade
 Each submission goes through these stages, each a function below, each isolated so that one
 submission can never stop the batch (any failure becomes that submission's status):
 
-``discover`` (every notebook found gets a row: misplaced ones graded where their name names the
-assignment, or reported) -> ``read_submission`` -> ``repair_submission`` -> ``prepare_job`` -> ``run_judge`` (the judge runs the
-graded tests outside the student's process; ``autograder.judge``) -> ``record`` (nbgrader scores the
-cells the judge produced and writes the gradebook) -> ``write_feedback``.
+``discover`` (``intake``: every notebook found gets a row; misplaced ones graded where their name
+names the assignment, or reported) -> ``read_submission`` (``intake``) -> ``repair_submission`` ->
+``prepare_job`` -> ``run_judge`` (the judge runs the graded tests outside the student's process;
+``autograder.judge``) -> ``record`` (``gradebook``: nbgrader scores the cells the judge produced and
+writes the gradebook) -> ``write_feedback`` (``gradebook``); the rows, CSV and table are ``report``'s.
 
 Only this process opens the gradebook; only the judge decides a test; only the sandboxed runner
 runs student code. Nothing a student controls can stop the batch: names are bytes until shown (then
@@ -31,12 +32,9 @@ bounded amount of code.
 from __future__ import annotations
 
 import copy
-import csv
 import hashlib
-import html
 import json
 import os
-import re
 import secrets
 import shutil
 import stat
@@ -50,110 +48,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import nbformat.reader
-from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Unicode
 
 from . import conventions
-from .course_directory import course_config, link_sources, make_api, put_scripts_on_path
-from .feedback_page import readable_page
+from .course_directory import link_sources, make_api, put_scripts_on_path
 from .flags import MAX_SCANNED_CHARS, flags_for
-from .judge.outputs import error_output
+from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
+from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
+                     Unreadable, discover, name_problem, no_submissions_message, read_submission, stage_files)
+from .protocol import JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, ProtocolError, Status, unseal
 from .repair import repair
+from .report import GradeRow, write_csv
 from .sandbox import Limits, check_runner_starts, use_bwrap, with_course_on_path
 from .setup_cell import SETUP_GRADE_ID
-from .protocol import JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, ProtocolError, Status, unseal
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
+from .text import clean_text, valid_unicode
 
-CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
 STATE_FILE = "grading_state.json"
 STATUSES = JUDGE_STATUSES   # what a judge may report
 GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
-MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
-MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets
-MAX_SUBMISSION_FILES = 1000                     # files looked at in one submission folder
 MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs are capped at 4 MB; this is a backstop)
 MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
 MAX_EXTRA_MARKDOWN_CHARS = 200_000
-CSP = ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
-       "style-src 'unsafe-inline'; font-src data:\">")
-
-
-class Unreadable(Exception):
-    def __init__(self, status: str, detail: str):
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-
-class NoSubmissions(Exception):
-    """Nothing under the submissions folder is laid out as ``<student>/<assignment>/<notebook>.ipynb``."""
-
-
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-
-
-def clean_text(value) -> str:
-    """``value`` as one line of printable text, safe for a terminal, a CSV file and nbgrader.
-
-    Bytes of a file name that were not UTF-8 show as ``\\xff``, other lone surrogates as
-    ``\\udc80``; tabs and line breaks become spaces; other control characters (ESC, BEL, NUL, ...) and
-    invisible direction overrides are removed.
-    """
-    text = str(value)
-    try:
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return _INVISIBLE.sub("", text.replace("\t", " ").replace("\r", " ").replace("\n", " "))
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_unicode(value):
-    """``value`` (a JSON-like structure) with lone surrogates in its strings replaced by U+FFFD; and whether any were."""
-    found = False
-
-    def fix(item):
-        nonlocal found
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-                return item
-            except UnicodeEncodeError:
-                found = True
-                return _SURROGATE.sub("\ufffd", item)
-        if isinstance(item, list):
-            return [fix(x) for x in item]
-        if isinstance(item, dict):
-            return {fix(k): fix(v) for k, v in item.items()}
-        return item
-
-    return fix(value), found
-
-
-@dataclass
-class GradeRow:
-    student_id: str
-    assignment: str
-    score: float | None
-    max_score: float | None
-    status: str
-    detail: str = ""
-    flags: str = ""
-
-    def as_dict(self) -> dict:
-        fmt = lambda v: "" if v is None else f"{v:g}"  # noqa: E731
-        return {"student_id": clean_text(self.student_id), "assignment": clean_text(self.assignment),
-                "score": fmt(self.score), "max_score": fmt(self.max_score), "status": clean_text(self.status),
-                "detail": clean_text(self.detail), "flags": clean_text(self.flags)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "GradeRow":
-        number = lambda v: None if v in ("", None) else float(v)  # noqa: E731
-        return cls(data["student_id"], data["assignment"], number(data["score"]), number(data["max_score"]),
-                   data["status"], data.get("detail", ""), data.get("flags", ""))
 
 
 @dataclass
@@ -169,219 +85,6 @@ class Job:
     result: JudgeResult | None = None    # what the judge said
     release_sources: set = field(default_factory=set)
     files_dir: Path | None = None        # the submission's other files, staged for the runner
-
-
-# --------------------------------------------------------------------------------------------------
-# Stage 1: read
-
-
-@dataclass
-class Found:
-    """A submission found on disk: an assignment folder, or a notebook outside one (``notebook``)."""
-
-    student_id: str
-    assignment: str
-    folder: Path
-    notebook: Path | None = None   # a notebook found outside an assignment folder, graded where it is
-    notes: list = field(default_factory=list)
-
-
-def _notebooks_in(folder: Path, limit: int = 50) -> list[Path]:
-    """Notebooks under ``folder`` (not in checkpoints, links not followed), at most ``limit``, sorted."""
-    found = []
-    for parent, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
-        found.extend(Path(parent) / f for f in sorted(files) if f.endswith(".ipynb"))
-        if len(found) >= limit:
-            break
-    return sorted(found)[:limit]
-
-
-def _visible_dirs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.is_dir())
-
-
-def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Found], list[GradeRow]]:
-    """Every submission under ``submissions_dir`` (links included, to be refused), and rows for what
-    cannot be graded at all (a notebook outside any assignment folder whose assignment its name does
-    not tell, an assignment folder where a student folder should be)."""
-    known = known if known is not None else {}
-    by_notebook: dict[str, list] = {}
-    for assignment in known.values():
-        by_notebook.setdefault(assignment.source_path.name, []).append(assignment)
-        by_notebook.setdefault(assignment.name + ".ipynb", []).append(assignment)
-    expected_layout = "SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
-    found: list[Found] = []
-    rows: list[GradeRow] = []
-    for path in sorted(p for p in submissions_dir.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith(".")):
-        rows.append(GradeRow("", path.name, None, None, Status.MISPLACED_NOTEBOOK,
-                             f"{path.name} is at the top of the submissions folder, in no student's folder: "
-                             f"expected {expected_layout}"))
-    for student in _visible_dirs(submissions_dir):
-        if student.name in known:
-            assignment = known[student.name]
-            rows.append(GradeRow(student.name, "", None, None, Status.MISPLACED_NOTEBOOK,
-                                 f"a folder named like the assignment {student.name} where a student's folder should be: "
-                                 f"expected {expected_layout}, e.g. <student>/{student.name}/{assignment.source_path.name}"))
-            continue
-        folders = {p.name: Found(student.name, p.name, p) for p in _visible_dirs(student)}
-        found.extend(folders.values())
-        loose = sorted(p for p in student.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith("."))
-        for path in loose:
-            matches = by_notebook.get(path.name, [])
-            matches = list({a.name: a for a in matches}.values())
-            if len(matches) == 1 and matches[0].name in folders:
-                folders[matches[0].name].notes.append(
-                    f"also found {path.name} outside the assignment folder (not graded)")
-            elif len(matches) == 1:
-                assignment = matches[0]
-                folders[assignment.name] = entry = Found(
-                    student.name, assignment.name, student, notebook=path,
-                    notes=[f"graded {path.name}, found outside an assignment folder "
-                           f"(expected {student.name}/{assignment.name}/{assignment.source_path.name})"])
-                found.append(entry)
-            else:
-                where = ", ".join(f"{a.name}/{a.source_path.name}" for a in sorted(known.values(), key=lambda a: a.name))
-                rows.append(GradeRow(student.name, path.name, None, None, Status.MISPLACED_NOTEBOOK,
-                                     f"{path.name} is not in an assignment folder and its name names no single assignment: "
-                                     f"expected {expected_layout}, one of: {where}"))
-    for entry in found:
-        if entry.assignment not in known and entry.notebook is None:
-            for path in _notebooks_in(entry.folder, 5):
-                matches = by_notebook.get(path.name, [])
-                if len(matches) == 1:
-                    entry.notes.append(f"it holds {path.relative_to(entry.folder)}: expected "
-                                       f"{entry.student_id}/{matches[0].name}/{matches[0].source_path.name}")
-                    break
-    return sorted(found, key=lambda f: (f.student_id, f.assignment)), rows
-
-
-def no_submissions_message(submissions_dir: Path, known: dict) -> str:
-    example = next(iter(sorted(known.values(), key=lambda a: a.name)), None)
-    top = [p.name + ("/" if p.is_dir() else "") for p in sorted(submissions_dir.iterdir())][:8]
-    return (f"no submissions found under {clean_text(submissions_dir)}: expected "
-            f"SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
-            + (f", e.g. {clean_text(submissions_dir)}/ada/{example.name}/{example.source_path.name}" if example else "")
-            + f"; assignments: {', '.join(sorted(known)) or 'none'}"
-            + f"; found at the top: {clean_text(', '.join(top)) if top else 'nothing'}. Nothing was graded or written.")
-
-
-def _differs_from_release(path: Path, release) -> bool:
-    """Whether the notebook at ``path`` holds code the release does not (False when it cannot be read)."""
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
-            return False
-        nb = nbformat.read(str(path), as_version=4)
-        answers = [str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)]
-        if answers:  # the answer cells, compared with the release's stubs
-            return any(a not in {c.source.strip() for c in release.cells if conventions.is_solution_cell(c)} for a in answers)
-        released = {c.source.strip() for c in release.cells if c.cell_type == "code"}
-        return any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
-    except Exception:  # noqa: BLE001 - an unreadable notebook is not preferred
-        return False
-
-
-def _find_notebook(folder: Path, expected_name: str, release=None) -> tuple[Path, str]:
-    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed); of
-    several, the one that differs from the release (the expected name first), with a note naming the others."""
-    expected = folder / expected_name
-    candidates = _notebooks_in(folder)
-    if (expected.exists() or expected.is_symlink()) and expected not in candidates:
-        candidates = sorted(candidates + [expected])
-    if not candidates:
-        raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission (notebooks found: none)")
-    if len(candidates) == 1:
-        path = candidates[0]
-        return path, "" if path == expected else f"graded {path.relative_to(folder)} in place of {expected_name}"
-    changed = [p for p in candidates if release is not None and _differs_from_release(p, release)]
-    pool = changed or candidates
-    path = expected if expected in pool else pool[0]
-    others = ", ".join(str(p.relative_to(folder)) for p in candidates if p != path)
-    why = " (it differs from the release)" if changed and len(changed) < len(candidates) else ""
-    return path, f"graded {path.relative_to(folder)}{why}; also found {others} (not graded)"
-
-
-def read_submission(folder: Path, assignment: conventions.Assignment, release=None,
-                    notebook: Path | None = None) -> tuple[object, list[str]]:
-    """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise."""
-    if folder.is_symlink():
-        raise Unreadable(Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
-    if notebook is not None:
-        path, note = notebook, ""
-    else:
-        path, note = _find_notebook(folder, assignment.source_path.name, release)
-    if path.is_symlink() or any(p.is_symlink() for p in path.parents if folder in p.parents):
-        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is a link (only regular files are graded)")
-    info = path.lstat()
-    if not stat.S_ISREG(info.st_mode):
-        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is not a regular file")
-    if info.st_size == 0:
-        raise Unreadable(Status.INVALID_NOTEBOOK, "the file is empty")
-    if info.st_size > MAX_NOTEBOOK_BYTES:
-        raise Unreadable(Status.INVALID_NOTEBOOK, f"the file is {info.st_size / 2**20:.0f} MB; the limit is "
-                                             f"{MAX_NOTEBOOK_BYTES / 2**20:.0f} MB (clear the outputs and resubmit)")
-    try:
-        nb = nbformat.read(str(path), as_version=4)
-    except nbformat.reader.NotJSONError:
-        raise Unreadable(Status.INVALID_NOTEBOOK, "the file is not valid JSON (damaged or truncated?)") from None
-    except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
-        raise Unreadable(Status.INVALID_NOTEBOOK, f"unreadable: {type(error).__name__}") from None
-    try:
-        nbformat.validate(nb)
-    except Exception as error:  # noqa: BLE001
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise Unreadable(Status.INVALID_NOTEBOOK, f"not a valid notebook: {first[:100]}") from None
-    notes = [note] if note else []
-    try:
-        fixed, replaced = valid_unicode(nb)
-    except RecursionError:
-        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is nested too deeply to read") from None
-    if replaced:  # nbgrader cannot write lone surrogates (JSON escapes such as \udc80): the student's text
-        nb = nbformat.from_dict(fixed)
-        notes.append("text that is not valid Unicode (lone surrogates) was replaced by \ufffd")
-    return nb, notes
-
-
-def stage_files(folder: Path, target: Path) -> list[str]:
-    """Hard-link (or copy) the submission's own files into ``target``, at most
-    ``MAX_SUBMISSION_FILES_BYTES`` in all and ``MAX_SUBMISSION_FILES`` files, sizes read with
-    ``lstat`` before anything is read; notes on what was left out.
-
-    Notebooks, checkpoints, links and special files are never staged. What is staged is what the
-    judge copies into the runner's private folder, once.
-    """
-    notes: list[str] = []
-    total = count = 0
-    for parent, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
-        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(parent, d))]:
-            path = Path(parent) / name
-            relative = path.relative_to(folder)
-            if name.endswith(".ipynb"):
-                continue
-            count += 1
-            if count > MAX_SUBMISSION_FILES:
-                notes.append(f"only the first {MAX_SUBMISSION_FILES} files were looked at")
-                return notes
-            info = path.lstat()
-            if stat.S_ISLNK(info.st_mode):
-                notes.append(f"{relative} (a link)")
-            elif not stat.S_ISREG(info.st_mode):
-                notes.append(f"{relative} (not a regular file)")
-            elif total + info.st_size > MAX_SUBMISSION_FILES_BYTES:
-                notes.append(f"{relative} ({info.st_size / 2**20:.1f} MB; the files beside the notebook may "
-                             f"take {MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all)")
-            else:
-                total += info.st_size
-                destination = target / relative
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(path, destination, follow_symlinks=False)
-                except OSError:
-                    shutil.copyfile(path, destination, follow_symlinks=False)
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(parent, d))]
-    return notes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -408,23 +111,6 @@ def normalise(nb) -> list[str]:
     if bad_meta:
         notes.append(f"malformed metadata removed from {bad_meta} cell(s)")
     return notes
-
-
-def escape_student_markdown(nb, release_sources: set) -> int:
-    """Show the student's own markdown and raw cells as escaped text (in place), as the feedback page does,
-    so that formgrader's view of the autograded notebook runs no ``<script>``, ``onerror`` or
-    ``javascript:`` link. Returns how many cells were escaped."""
-    return sum(_escape_student_cell(cell, release_sources) for cell in nb.cells)
-
-
-def _escape_student_cell(cell, release_sources: set) -> bool:
-    """Turn one markdown or raw cell the student wrote into escaped text (in place); whether it did."""
-    if cell.cell_type not in ("markdown", "raw") or cell.source in release_sources:
-        return False
-    cell.cell_type = "markdown"
-    cell.source = "<pre>" + html.escape(cell.source) + "</pre>"
-    cell.pop("attachments", None)
-    return True
 
 
 def _cap_extra_markdown(nb, release_sources: set) -> list[str]:
@@ -508,35 +194,43 @@ def run_judge(job: JudgeJob, limits: Limits) -> JudgeResult:
             pass
 
     threading.Thread(target=send, daemon=True).start()
-    deadline = time.monotonic() + limits.notebook_timeout_s + 60
-    chunks, size = [], 0
     try:
-        import select
-
-        fd = process.stdout.fileno()
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                kill_group(process)
-                return JudgeResult.failed(f"the notebook ran past {limits.notebook_timeout_s} s", Status.TIMEOUT)
-            if not select.select([fd], [], [], min(remaining, 5))[0]:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_JUDGE_RESULT_BYTES:
-                kill_group(process)
-                return JudgeResult.failed(f"the notebook's outputs were larger than the grader keeps "
-                                          f"({MAX_JUDGE_RESULT_BYTES // 2**20} MB)", Status.PROTOCOL_ERROR)
+        reply = _read_reply(process, limits)
     finally:
         process.stdout.close()
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             kill_group(process)
-    return verify_result(b"".join(chunks), key)
+    return reply if isinstance(reply, JudgeResult) else verify_result(reply, key)
+
+
+def _read_reply(process: subprocess.Popen, limits: Limits) -> bytes | JudgeResult:
+    """Everything the judge writes until it closes its output; a failed result (the judge killed) if it
+    runs past the notebook's time limit plus a minute, or writes more than ``MAX_JUDGE_RESULT_BYTES``."""
+    import select
+
+    from .sandbox import kill_group
+
+    deadline = time.monotonic() + limits.notebook_timeout_s + 60
+    chunks, size = [], 0
+    fd = process.stdout.fileno()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            kill_group(process)
+            return JudgeResult.failed(f"the notebook ran past {limits.notebook_timeout_s} s", Status.TIMEOUT)
+        if not select.select([fd], [], [], min(remaining, 5))[0]:
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_JUDGE_RESULT_BYTES:
+            kill_group(process)
+            return JudgeResult.failed(f"the notebook's outputs were larger than the grader keeps "
+                                      f"({MAX_JUDGE_RESULT_BYTES // 2**20} MB)", Status.PROTOCOL_ERROR)
 
 
 def verify_result(out: bytes, key: bytes) -> JudgeResult:
@@ -549,135 +243,6 @@ def verify_result(out: bytes, key: bytes) -> JudgeResult:
         return JudgeResult.from_dict(result)
     except (ProtocolError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return JudgeResult.failed("the judge returned no valid result")
-
-
-# --------------------------------------------------------------------------------------------------
-# Stage 5: record (nbgrader scores the cells) and stage 6: feedback
-
-JUDGED_DIR = "judged"   # under the course folder: the judge's result for each notebook, read by ReplayExecution
-
-
-def judged_path(root: Path, student_id: str, assignment_name: str, notebook_name: str) -> Path:
-    return Path(root) / JUDGED_DIR / student_id / assignment_name / f"{notebook_name}.json"
-
-
-class ReplayExecution(NbGraderPreprocessor):
-    """Stands in for nbgrader's ``Execute``: the outputs the judge produced, cell by cell, read from the
-    result file ``record`` wrote (``judged_path``) for this student, assignment and notebook.
-
-    A graded cell the judge did not reach gets an error (it scores 0, never "no output, full marks").
-    """
-
-    course_root = Unicode("", help="the nbgrader course folder (its judged/ folder holds the results)").tag(config=True)
-
-    def preprocess(self, nb, resources):
-        info = resources["nbgrader"]
-        path = judged_path(self.course_root, info["student"], info["assignment"], info["notebook"])
-        result = JudgeResult.from_json(path.read_text(encoding="utf-8"))
-        by_index = {cell.index: cell.outputs for cell in result.cells}
-        count = 0
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            outputs = by_index.get(index)
-            if outputs is None:
-                cell.outputs = []
-                cell.execution_count = None
-                if conventions.is_graded_cell(cell):
-                    cell.outputs = [nbformat.from_dict(error_output(
-                        "NotExecuted", f"{result.status}: {result.detail or 'the tests did not run'}"))]
-                continue
-            count += 1
-            cell.execution_count = count
-            cell.outputs = [nbformat.from_dict(o) for o in outputs if isinstance(o, dict)]
-        return nb, resources
-
-
-class RedactHiddenTests(NbGraderPreprocessor):
-    """Feedback shows a hidden-test cell as its name, points, verdict and the judge's message only."""
-
-    def preprocess_cell(self, cell, resources, index):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and conventions.BEGIN_HIDDEN in cell.source:
-            failed = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            verdict = f"failed ({failed[0].get('ename', 'error')})" if failed else "passed"
-            cell.source = f"# Hidden tests '{meta.get('grade_id')}' ({meta.get('points', 0):g} points): {verdict}"
-            from nbformat.v4 import new_output
-
-            text = f"Hidden tests {verdict}."
-            if failed:
-                text += "\n" + str(failed[0].get("evalue", ""))[:2000]
-            cell.outputs = [new_output("stream", name="stdout", text=text + "\n")]
-        return cell, resources
-
-
-class EscapeStudentText(NbGraderPreprocessor):
-    """Markdown the student wrote is shown as text, never as HTML (no scripts in feedback pages): every
-    cell whose text is not one of the release notebook's (under the course folder's release/)."""
-
-    course_root = Unicode("", help="the nbgrader course folder (its release/ folder holds the release notebooks)").tag(config=True)
-
-    def preprocess(self, nb, resources):
-        info = resources.get("nbgrader", {})
-        release = Path(self.course_root) / "release" / str(info.get("assignment")) / f"{info.get('notebook')}.ipynb"
-        self._release_text = {c.source for c in conventions.read_notebook(release).cells} if release.is_file() else set()
-        return super().preprocess(nb, resources)
-
-    def preprocess_cell(self, cell, resources, index):
-        if not _escaped(cell.source):   # escape_student_markdown already did it before nbgrader saw the cell
-            _escape_student_cell(cell, self._release_text)
-        return cell, resources
-
-
-def _escaped(source: str) -> bool:
-    """Already shown as plain text by ``escape_student_markdown`` (no markup left inside the ``<pre>``)."""
-    inner = source[len("<pre>"):-len("</pre>")]
-    return source.startswith("<pre>") and source.endswith("</pre>") and "<" not in inner and ">" not in inner
-
-
-def _config(root: Path, db_path: Path):
-    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
-                                        LimitOutput, SaveAutoGrades)
-
-    config = course_config(root, db_path)
-    config.ReplayExecution.course_root = config.EscapeStudentText.course_root = str(root)
-    config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
-                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-    config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, EscapeStudentText, CSSHTMLHeaderPreprocessor]
-    return config
-
-
-def record(job: Job, api, root: Path) -> None:
-    """nbgrader scores the cells the judge produced and writes the gradebook (this process only)."""
-    row = job.row
-    result = job.result
-    if result.status != Status.OK:
-        row.status = result.status
-    row.detail = "; ".join(x for x in (row.detail, result.detail) if x)
-    judged = judged_path(root, job.student_id, job.assignment.name, job.assignment.notebook_name)
-    judged.parent.mkdir(parents=True, exist_ok=True)
-    judged.write_text(result.to_json(), encoding="utf-8")
-    try:
-        outcome = api.autograde(job.assignment.name, job.student_id, force=True, create=True)
-    finally:
-        judged.unlink(missing_ok=True)
-    if not outcome["success"]:
-        row.status, row.detail = Status.GRADER_ERROR, _last_line(outcome)
-
-
-def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
-    outcome = api.generate_feedback(job.assignment.name, job.student_id, force=True)
-    if not outcome["success"]:
-        return
-    source = root / "feedback" / job.student_id / job.assignment.name
-    target = out_dir / "feedback" / job.student_id / job.assignment.name
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(source, target)
-    for page in target.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
-        page.write_text(readable_page(text.replace("<head>", "<head>\n" + CSP, 1)), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -739,29 +304,6 @@ def flag_sources(sources: list[str]) -> str:
     return "; ".join(sorted(found))
 
 
-def name_problem(name: str) -> str:
-    """Why a student's or an assignment's folder name cannot be graded under (empty when it can)."""
-    if clean_text(name) != name or "/" in name:
-        return (f"the folder name '{clean_text(name)}' is not plain UTF-8 text (bytes that are not UTF-8, "
-                "or control characters): rename it")
-    return ""
-
-
-def unreadable_page(row: GradeRow, path: Path) -> None:
-    """A short feedback page for a submission that could not be read or run: what happened, in plain words."""
-    title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
-    what = ("No notebook was found in your submission, so none of its tests ran. Upload the notebook itself."
-            if row.status == Status.MISSING_NOTEBOOK else
-            "The file could not be read as a notebook, so none of its tests ran. "
-            "Open it in Jupyter, save it again, and resubmit it.")
-    text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
-            f"<body><h1>{title}</h1>\n<p>Your submission could not be graded: <b>{html.escape(row.status)}</b>.</p>\n"
-            f"<p>{html.escape(clean_text(row.detail))}</p>\n"
-            f"<p>Score: 0. {html.escape(what)}</p>\n</body></html>\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 @dataclass
 class _Course:
     """The nbgrader course folder of one run, and what the run reads and writes besides."""
@@ -804,14 +346,9 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     warnings.filterwarnings("ignore", message=".*not in session.*")
     put_scripts_on_path()  # nbgrader opens gradebooks with the `alembic` command (venv not activated)
     submissions_dir, out_dir = Path(submissions_dir).resolve(), Path(out_dir).resolve()
-    if not submissions_dir.is_dir():
-        raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
-    known = {a.name: a for a in conventions.assignments(solutions_dir)}
-    found, misplaced = discover(submissions_dir, known)
-    if not any(entry.assignment in known for entry in found):
-        raise NoSubmissions(no_submissions_message(submissions_dir, known))
-    use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
+    known, found, misplaced = _find_submissions(submissions_dir, Path(solutions_dir))
     hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
+    use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
     check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
     course = _open_course(out_dir, Path(solutions_dir), hide)
     state_path = out_dir / STATE_FILE
@@ -831,11 +368,23 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     return ordered
 
 
+def _find_submissions(submissions_dir: Path, solutions_dir: Path) -> tuple[dict, list[Found], list[GradeRow]]:
+    """The course's assignments by name, the submissions found and the misplaced-notebook rows;
+    ``FileNotFoundError`` or ``NoSubmissions`` (nothing written) when there is nothing to grade."""
+    if not submissions_dir.is_dir():
+        raise FileNotFoundError(f"no submissions folder at {submissions_dir}")
+    known = {a.name: a for a in conventions.assignments(solutions_dir)}
+    found, misplaced = discover(submissions_dir, known)
+    if not any(entry.assignment in known for entry in found):
+        raise NoSubmissions(no_submissions_message(submissions_dir, known))
+    return known, found, misplaced
+
+
 def _open_course(out_dir: Path, solutions_dir: Path, hide: list[Path]) -> _Course:
     root = out_dir / "course"
     db_path = out_dir / "gradebook.db"
     link_sources(root, solutions_dir)
-    config = _config(root, db_path)
+    config = nbgrader_config(root, db_path)
     staging = root / "staging"
     shutil.rmtree(staging, ignore_errors=True)
     return _Course(root, config, make_api(config), f"sqlite:///{db_path}", staging, hide)
@@ -976,7 +525,7 @@ def _zero_unreadable(plan: _Plan, state: dict, graded_now: set, known: dict, cou
                 or plan.fingerprints.get(key) == state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
             continue
         try:
-            _record_zero(course.db_url, key[1], key[0])
+            record_zero(course.db_url, key[1], key[0])
         except Exception as error:  # noqa: BLE001
             row.detail += f" (gradebook: {type(error).__name__})"
         feedback = out_dir / "feedback" / key[0] / key[1]
@@ -1005,7 +554,7 @@ def _report(plan: _Plan, graded_now: set, state: dict, state_path: Path, db_url:
     start = time.perf_counter()
     rows = plan.rows
     try:
-        _fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
+        fill_scores({k: r for k, r in rows.items() if k in graded_now or r.status in UNREADABLE}, db_url)
     except Exception as error:  # noqa: BLE001 - the CSV is still written, with the reason
         for key in graded_now:
             rows[key].status, rows[key].detail = Status.GRADER_ERROR, f"gradebook: {type(error).__name__}"
@@ -1053,92 +602,3 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
         bar.close()
 
 
-def _last_line(result: dict) -> str:
-    text = (result.get("error") or result.get("log") or "").strip().splitlines()
-    return text[-1][:200] if text else "nbgrader autograde failed"
-
-
-def _record_zero(db_url: str, assignment_name: str, student_id: str) -> None:
-    """A submission that cannot be run still gets a gradebook entry: zero on every cell, no manual grading."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(db_url) as gradebook:
-        gradebook.update_or_create_student(student_id)
-        submission = gradebook.update_or_create_submission(assignment_name, student_id)
-        for notebook in submission.notebooks:
-            for grade_entry in notebook.grades:
-                grade_entry.auto_score = 0
-                grade_entry.manual_score = None
-                grade_entry.needs_manual_grade = False
-        gradebook.db.commit()
-
-
-def _fill_scores(rows: dict[tuple[str, str], GradeRow], db_url: str) -> None:
-    from nbgrader.api import Gradebook, MissingEntry
-
-    with Gradebook(db_url) as gradebook:
-        for (student_id, assignment_name), row in rows.items():
-            if row.status == Status.UNKNOWN_ASSIGNMENT:
-                continue
-            try:
-                submission = gradebook.find_submission(assignment_name, student_id)
-            except MissingEntry:
-                row.status = row.status if row.status != Status.OK else Status.GRADER_ERROR
-                continue
-            row.score = float(submission.score)
-            row.max_score = float(submission.max_score)
-
-
-def spreadsheet_safe(value: str) -> str:
-    """A cell value no spreadsheet will run as a formula: leading = + - @ (and tab/CR) get a quote;
-    control characters and bytes that are not text never reach the file (``clean_text``)."""
-    text = clean_text(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t") else text
-
-
-def write_csv(rows: list[GradeRow], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for row in rows:
-            values = row.as_dict()
-            writer.writerow({k: v if k in ("score", "max_score") else spreadsheet_safe(v) for k, v in values.items()})
-
-
-def self_grading_bundles() -> list[Path]:
-    """The public edition's self-grading bundles in the installed grader (they hold the hidden tests,
-    and the sandbox can read the grader's own package)."""
-    return sorted((Path(__file__).resolve().parent / "selfgrade").glob("*.bin"))
-
-
-BUNDLES_REFUSAL = ("this is the public edition of the course: autograder/selfgrade/*.bin ({count} file(s)) hold the "
-                   "hidden tests, and a student's code can read them from inside the sandbox. For a graded class, "
-                   "build the private edition first: python -m autograder build --no-self-grading (it removes "
-                   "them), or pass --allow-self-grading-bundles to grade anyway (self-study, trusted code).")
-NO_SANDBOX_WARNING = ("WARNING: graded with --sandbox none: each student's code ran with the grader's own rights. "
-                      "One student can rewrite the grader's files and zero the next student, and read the "
-                      "solutions. Trust these grades only for code you trust, or inside a container.")
-
-
-def summary_warnings(limits: Limits, bundles: list[Path]) -> list[str]:
-    """Lines the ``grade`` command prints under its table: how far these grades can be trusted."""
-    lines = []
-    if limits.sandbox == "none":
-        lines.append(NO_SANDBOX_WARNING)
-    if bundles:
-        lines.append(f"WARNING: graded with the self-grading bundles present ({len(bundles)} file(s) in "
-                     f"{bundles[0].parent}): students could read the hidden tests. For a graded class: "
-                     "python -m autograder build --no-self-grading")
-    return lines
-
-
-def format_table(rows: list[GradeRow]) -> str:
-    header = ["student_id", "assignment", "score", "status"]
-    body = [[clean_text(r.student_id), clean_text(r.assignment),
-             "-" if r.score is None else f"{r.score:g} / {r.max_score:g}",
-             clean_text(r.status + (f" ({r.detail})" if r.detail else "") + (f" [flagged: {r.flags}]" if r.flags else ""))]
-            for r in rows]
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *body)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])

@@ -147,7 +147,7 @@ def merge(shard_dirs: list[Path], out_dir: Path, *, allow_missing: bool = False,
 
 
 def _merge_csv(shards: list[Path], target: Path) -> int:
-    from .grading import GradeRow, write_csv
+    from .report import GradeRow, write_csv
 
     rows: dict[tuple[str, str], GradeRow] = {}
     for folder in shards:

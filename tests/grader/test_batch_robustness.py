@@ -18,9 +18,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grading, submissions
+from autograder import grading, intake, report, submissions
 from autograder.__main__ import main as autograder_main
-from autograder.grading import NoSubmissions, clean_text, grade
+from autograder.grading import grade
+from autograder.intake import NoSubmissions
+from autograder.text import clean_text
 from autograder.sandbox import Limits
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
@@ -261,22 +263,22 @@ def test_the_grade_command_says_no_submissions_and_fails(tmp_path, capsys):
 
 def test_the_grade_command_refuses_the_public_editions_bundles(tmp_path, capsys, monkeypatch):
     (tmp_path / "subs").mkdir()
-    monkeypatch.setattr(grading, "self_grading_bundles", lambda: [tmp_path / "selfgrade" / "01_x.bin"])
+    monkeypatch.setattr(report, "self_grading_bundles", lambda: [tmp_path / "selfgrade" / "01_x.bin"])
     code = autograder_main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 1 and "python -m autograder build --no-self-grading" in err and "--allow-self-grading-bundles" in err, err
     assert not (tmp_path / "out").exists()
-    monkeypatch.setattr(grading, "self_grading_bundles", lambda: [])
+    monkeypatch.setattr(report, "self_grading_bundles", lambda: [])
     code = autograder_main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--sandbox", TEST_SANDBOX])
     err = capsys.readouterr().err
     assert code == 1 and "refused" not in err and "no submissions found" in err, "without bundles nothing is refused"
 
 
 def test_the_summary_warns_about_sandbox_none_and_bundles():
-    lines = grading.summary_warnings(Limits(sandbox="none"), [Path("autograder/selfgrade/01_x.bin")])
+    lines = report.summary_warnings(Limits(sandbox="none"), [Path("autograder/selfgrade/01_x.bin")])
     assert "rewrite the grader's files and zero the next student" in lines[0]
     assert "--no-self-grading" in lines[1]
-    assert grading.summary_warnings(Limits(sandbox="bwrap"), []) == []
+    assert report.summary_warnings(Limits(sandbox="bwrap"), []) == []
 
 
 # --------------------------------------------------------------------------------------------------
@@ -291,8 +293,8 @@ def test_clean_text_keeps_text_and_drops_what_a_terminal_or_csv_would_act_on():
 
 
 def test_the_csv_is_written_whatever_the_strings(tmp_path):
-    row = grading.GradeRow(os.fsdecode(b"\xff\xfe"), "a\ud800", 1.0, 3.0, "ok", "=HYPERLINK(\"x\")\x1b\x07", "\x00")
-    grading.write_csv([row], tmp_path / "grades.csv")
+    row = report.GradeRow(os.fsdecode(b"\xff\xfe"), "a\ud800", 1.0, 3.0, "ok", "=HYPERLINK(\"x\")\x1b\x07", "\x00")
+    report.write_csv([row], tmp_path / "grades.csv")
     table = list(csv.DictReader(open(tmp_path / "grades.csv", encoding="utf-8")))
     assert table == [{"student_id": "\\xff\\xfe", "assignment": "a\\ud800", "score": "1", "max_score": "3",
                       "status": "ok", "detail": "'=HYPERLINK(\"x\")", "flags": ""}]
@@ -304,14 +306,14 @@ def test_staged_files_are_capped_and_checked_before_reading(tmp_path):
     target.mkdir()
     (folder / "small.txt").write_text("2", encoding="utf-8")
     with open(folder / "huge.bin", "wb") as handle:
-        handle.truncate(grading.MAX_SUBMISSION_FILES_BYTES + 1)
+        handle.truncate(intake.MAX_SUBMISSION_FILES_BYTES + 1)
     os.symlink("/etc/passwd", folder / "link")
     os.mkfifo(folder / "pipe")
     (folder / os.fsdecode(b"\xff.txt")).write_text("x", encoding="utf-8")
-    notes = grading.stage_files(folder, target)
+    notes = intake.stage_files(folder, target)
     assert sorted(os.listdir(target)) == sorted(["small.txt", os.fsdecode(b"\xff.txt")])
-    assert notes == [f"huge.bin ({(grading.MAX_SUBMISSION_FILES_BYTES + 1) / 2**20:.1f} MB; the files beside the "
-                     f"notebook may take {grading.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all)",
+    assert notes == [f"huge.bin ({(intake.MAX_SUBMISSION_FILES_BYTES + 1) / 2**20:.1f} MB; the files beside the "
+                     f"notebook may take {intake.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all)",
                      "link (a link)", "pipe (not a regular file)"]
 
 
@@ -323,7 +325,7 @@ def test_fingerprints_take_any_file_name_and_do_not_read_huge_files(tmp_path):
         handle.truncate(4 * 2**30)   # 4 GB on paper: hashed by size and time, never read
     source = tmp_path / "source.ipynb"
     source.write_text("{}", encoding="utf-8")
-    found = grading.Found("s", "a", folder)
+    found = intake.Found("s", "a", folder)
     first = grading._fingerprint(found, source, LIMITS)
     assert first == grading._fingerprint(found, source, LIMITS)
     (folder / os.fsdecode(b"\xff.ipynb")).write_text("{ }", encoding="utf-8")
@@ -382,8 +384,8 @@ def test_the_readme_states_the_limits_the_code_applies():
     from autograder.judge import outputs
 
     text = " ".join((Path(grading.__file__).parent / "README.md").read_text(encoding="utf-8").split())
-    stated = [f"at most {grading.MAX_NOTEBOOK_BYTES // 2**20} MB",
-              f"at most {grading.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all and {grading.MAX_SUBMISSION_FILES:,} files",
+    stated = [f"at most {intake.MAX_NOTEBOOK_BYTES // 2**20} MB",
+              f"at most {intake.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all and {intake.MAX_SUBMISSION_FILES:,} files",
               f"at most {outputs.MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB of outputs per notebook",
               f"at most {grading.MAX_JUDGE_RESULT_BYTES // 2**20} MB of a judge's reply",
               f"at most {flags.MAX_SCANNED_CHARS // 1000} kB per cell and {grading.MAX_FLAGGED_CHARS // 10**6} MB per submission",

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from autograder import grading
+from autograder import grading, report
 from autograder.protocol import JUDGE_STATUSES, UNREADABLE, Status
 from autograder.conventions import REPO_ROOT
 
@@ -14,11 +14,11 @@ from autograder.conventions import REPO_ROOT
 def test_statuses_are_written_as_their_strings():
     assert json.dumps({"status": Status.KERNEL_DIED}) == '{"status": "kernel died"}'
     assert f"{Status.GRADER_ERROR}" == str(Status.GRADER_ERROR) == "grader error"
-    row = grading.GradeRow("ann", "01_next_token", None, None, Status.MISSING_NOTEBOOK, "no notebook")
+    row = report.GradeRow("ann", "01_next_token", None, None, Status.MISSING_NOTEBOOK, "no notebook")
     out = io.StringIO()
     csv.writer(out).writerow([row.status])
     assert out.getvalue().strip() == "missing notebook"
-    assert grading.GradeRow.from_dict(json.loads(json.dumps(row.as_dict()))).status == Status.MISSING_NOTEBOOK
+    assert report.GradeRow.from_dict(json.loads(json.dumps(row.as_dict()))).status == Status.MISSING_NOTEBOOK
 
 
 def test_every_status_is_explained_in_the_instructor_guide():

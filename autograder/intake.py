@@ -1,0 +1,279 @@
+"""Finding and reading submissions, the first stage of ``python -m autograder grade``.
+
+``discover`` walks ``SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb`` and gives every notebook it
+finds a place: a submission to grade, or a row saying why it cannot be (``misplaced notebook``);
+``read_submission`` reads one notebook, validated, or raises ``Unreadable`` with a short reason;
+``stage_files`` stages the files beside it for the runner. Names are bytes until shown
+(``clean_text``), sizes are read with ``lstat`` before anything is read, links are never followed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import nbformat.reader
+
+from . import conventions
+from .protocol import Status
+from .report import GradeRow
+from .text import clean_text, valid_unicode
+
+MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
+MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets
+MAX_SUBMISSION_FILES = 1000                     # files looked at in one submission folder
+EXPECTED_LAYOUT = "SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
+
+
+class Unreadable(Exception):
+    def __init__(self, status: str, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+class NoSubmissions(Exception):
+    """Nothing under the submissions folder is laid out as ``<student>/<assignment>/<notebook>.ipynb``."""
+
+
+@dataclass
+class Found:
+    """A submission found on disk: an assignment folder, or a notebook outside one (``notebook``)."""
+
+    student_id: str
+    assignment: str
+    folder: Path
+    notebook: Path | None = None   # a notebook found outside an assignment folder, graded where it is
+    notes: list = field(default_factory=list)
+
+
+def _notebooks_in(folder: Path, limit: int = 50) -> list[Path]:
+    """Notebooks under ``folder`` (not in checkpoints, links not followed), at most ``limit``, sorted."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        found.extend(Path(parent) / f for f in sorted(files) if f.endswith(".ipynb"))
+        if len(found) >= limit:
+            break
+    return sorted(found)[:limit]
+
+
+def _visible_dirs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.is_dir())
+
+
+def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Found], list[GradeRow]]:
+    """Every submission under ``submissions_dir`` (links included, to be refused), and rows for what
+    cannot be graded at all (a notebook outside any assignment folder whose assignment its name does
+    not tell, an assignment folder where a student folder should be)."""
+    known = known if known is not None else {}
+    by_notebook = _assignments_by_notebook_name(known)
+    found: list[Found] = []
+    rows = [GradeRow("", path.name, None, None, Status.MISPLACED_NOTEBOOK,
+                     f"{path.name} is at the top of the submissions folder, in no student's folder: "
+                     f"expected {EXPECTED_LAYOUT}")
+            for path in _loose_notebooks(submissions_dir)]
+    for student in _visible_dirs(submissions_dir):
+        if student.name in known:
+            rows.append(GradeRow(student.name, "", None, None, Status.MISPLACED_NOTEBOOK,
+                                 f"a folder named like the assignment {student.name} where a student's folder should be: "
+                                 f"expected {EXPECTED_LAYOUT}, e.g. <student>/{student.name}/"
+                                 f"{known[student.name].source_path.name}"))
+            continue
+        folders = {p.name: Found(student.name, p.name, p) for p in _visible_dirs(student)}
+        for path in _loose_notebooks(student):
+            row = _place_loose_notebook(path, student, folders, by_notebook, known)
+            rows.extend([row] if row else [])
+        found.extend(folders.values())
+    for entry in found:
+        if entry.assignment not in known and entry.notebook is None:
+            entry.notes.extend(_misnested_hint(entry, by_notebook)[:1])
+    return sorted(found, key=lambda f: (f.student_id, f.assignment)), rows
+
+
+def _assignments_by_notebook_name(known: dict) -> dict[str, list]:
+    """Notebook file name -> the assignments it may belong to (by the solution's name or the assignment's)."""
+    by_notebook: dict[str, dict] = {}
+    for assignment in known.values():
+        for name in (assignment.source_path.name, assignment.name + ".ipynb"):
+            by_notebook.setdefault(name, {})[assignment.name] = assignment
+    return {name: list(matches.values()) for name, matches in by_notebook.items()}
+
+
+def _loose_notebooks(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith("."))
+
+
+def _place_loose_notebook(path: Path, student: Path, folders: dict, by_notebook: dict, known: dict) -> GradeRow | None:
+    """A notebook directly in a student's folder: graded as the assignment its name names (added to
+    ``folders``), noted beside that assignment's folder, or a ``misplaced notebook`` row."""
+    matches = by_notebook.get(path.name, [])
+    if len(matches) == 1 and matches[0].name in folders:
+        folders[matches[0].name].notes.append(f"also found {path.name} outside the assignment folder (not graded)")
+        return None
+    if len(matches) == 1:
+        assignment = matches[0]
+        folders[assignment.name] = Found(student.name, assignment.name, student, notebook=path,
+                                         notes=[f"graded {path.name}, found outside an assignment folder (expected "
+                                                f"{student.name}/{assignment.name}/{assignment.source_path.name})"])
+        return None
+    where = ", ".join(f"{a.name}/{a.source_path.name}" for a in sorted(known.values(), key=lambda a: a.name))
+    return GradeRow(student.name, path.name, None, None, Status.MISPLACED_NOTEBOOK,
+                    f"{path.name} is not in an assignment folder and its name names no single assignment: "
+                    f"expected {EXPECTED_LAYOUT}, one of: {where}")
+
+
+def _misnested_hint(entry: Found, by_notebook: dict) -> list[str]:
+    """For a folder that is no assignment: where the assignment's notebook it holds should have been."""
+    for path in _notebooks_in(entry.folder, 5):
+        matches = by_notebook.get(path.name, [])
+        if len(matches) == 1:
+            return [f"it holds {path.relative_to(entry.folder)}: expected "
+                    f"{entry.student_id}/{matches[0].name}/{matches[0].source_path.name}"]
+    return []
+
+
+def no_submissions_message(submissions_dir: Path, known: dict) -> str:
+    example = next(iter(sorted(known.values(), key=lambda a: a.name)), None)
+    top = [p.name + ("/" if p.is_dir() else "") for p in sorted(submissions_dir.iterdir())][:8]
+    return (f"no submissions found under {clean_text(submissions_dir)}: expected {EXPECTED_LAYOUT}"
+            + (f", e.g. {clean_text(submissions_dir)}/ada/{example.name}/{example.source_path.name}" if example else "")
+            + f"; assignments: {', '.join(sorted(known)) or 'none'}"
+            + f"; found at the top: {clean_text(', '.join(top)) if top else 'nothing'}. Nothing was graded or written.")
+
+
+def _differs_from_release(path: Path, release) -> bool:
+    """Whether the notebook at ``path`` holds code the release does not (False when it cannot be read)."""
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
+            return False
+        nb = nbformat.read(str(path), as_version=4)
+        answers = [str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)]
+        if answers:  # the answer cells, compared with the release's stubs
+            return any(a not in {c.source.strip() for c in release.cells if conventions.is_solution_cell(c)} for a in answers)
+        released = {c.source.strip() for c in release.cells if c.cell_type == "code"}
+        return any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
+    except Exception:  # noqa: BLE001 - an unreadable notebook is not preferred
+        return False
+
+
+def _find_notebook(folder: Path, expected_name: str, release=None) -> tuple[Path, str]:
+    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed); of
+    several, the one that differs from the release (the expected name first), with a note naming the others."""
+    expected = folder / expected_name
+    candidates = _notebooks_in(folder)
+    if (expected.exists() or expected.is_symlink()) and expected not in candidates:
+        candidates = sorted(candidates + [expected])   # a link under the expected name: found, to be refused
+    if not candidates:
+        raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission (notebooks found: none)")
+    if len(candidates) == 1:
+        path = candidates[0]
+        return path, "" if path == expected else f"graded {path.relative_to(folder)} in place of {expected_name}"
+    changed = [p for p in candidates if release is not None and _differs_from_release(p, release)]
+    pool = changed or candidates
+    path = expected if expected in pool else pool[0]
+    others = ", ".join(str(p.relative_to(folder)) for p in candidates if p != path)
+    why = " (it differs from the release)" if 0 < len(changed) < len(candidates) else ""
+    return path, f"graded {path.relative_to(folder)}{why}; also found {others} (not graded)"
+
+
+def read_submission(folder: Path, assignment: conventions.Assignment, release=None,
+                    notebook: Path | None = None) -> tuple[object, list[str]]:
+    """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise."""
+    if folder.is_symlink():
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
+    path, note = (notebook, "") if notebook is not None else _find_notebook(folder, assignment.source_path.name, release)
+    _check_notebook_file(path, folder)
+    nb = _parse_notebook(path)
+    notes = [note] if note else []
+    try:
+        fixed, replaced = valid_unicode(nb)
+    except RecursionError:
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is nested too deeply to read") from None
+    if replaced:  # nbgrader cannot write lone surrogates (JSON escapes such as \udc80): the student's text
+        nb = nbformat.from_dict(fixed)
+        notes.append("text that is not valid Unicode (lone surrogates) was replaced by \ufffd")
+    return nb, notes
+
+
+def _check_notebook_file(path: Path, folder: Path) -> None:
+    """``Unreadable`` unless ``path`` is a regular file, reached through no link, of a size the grader reads."""
+    if path.is_symlink() or any(p.is_symlink() for p in path.parents if folder in p.parents):
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is a link (only regular files are graded)")
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the notebook is not a regular file")
+    if info.st_size == 0:
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the file is empty")
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"the file is {info.st_size / 2**20:.0f} MB; the limit is "
+                                             f"{MAX_NOTEBOOK_BYTES / 2**20:.0f} MB (clear the outputs and resubmit)")
+
+
+def _parse_notebook(path: Path):
+    """The notebook at ``path``, read and validated by nbformat; ``Unreadable`` with nbformat's first line otherwise."""
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except nbformat.reader.NotJSONError:
+        raise Unreadable(Status.INVALID_NOTEBOOK, "the file is not valid JSON (damaged or truncated?)") from None
+    except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"unreadable: {type(error).__name__}") from None
+    try:
+        nbformat.validate(nb)
+    except Exception as error:  # noqa: BLE001
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"not a valid notebook: {first[:100]}") from None
+    return nb
+
+
+def stage_files(folder: Path, target: Path) -> list[str]:
+    """Hard-link (or copy) the submission's own files into ``target``, at most
+    ``MAX_SUBMISSION_FILES_BYTES`` in all and ``MAX_SUBMISSION_FILES`` files, sizes read with
+    ``lstat`` before anything is read; notes on what was left out.
+
+    Notebooks, checkpoints, links and special files are never staged. What is staged is what the
+    judge copies into the runner's private folder, once.
+    """
+    notes: list[str] = []
+    total = count = 0
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(parent, d))]:
+            path = Path(parent) / name
+            relative = path.relative_to(folder)
+            if name.endswith(".ipynb"):
+                continue
+            count += 1
+            if count > MAX_SUBMISSION_FILES:
+                notes.append(f"only the first {MAX_SUBMISSION_FILES} files were looked at")
+                return notes
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                notes.append(f"{relative} (a link)")
+            elif not stat.S_ISREG(info.st_mode):
+                notes.append(f"{relative} (not a regular file)")
+            elif total + info.st_size > MAX_SUBMISSION_FILES_BYTES:
+                notes.append(f"{relative} ({info.st_size / 2**20:.1f} MB; the files beside the notebook may "
+                             f"take {MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all)")
+            else:
+                total += info.st_size
+                destination = target / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(path, destination, follow_symlinks=False)
+                except OSError:
+                    shutil.copyfile(path, destination, follow_symlinks=False)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(parent, d))]
+    return notes
+
+
+def name_problem(name: str) -> str:
+    """Why a student's or an assignment's folder name cannot be graded under (empty when it can)."""
+    if clean_text(name) != name or "/" in name:
+        return (f"the folder name '{clean_text(name)}' is not plain UTF-8 text (bytes that are not UTF-8, "
+                "or control characters): rename it")
+    return ""
