@@ -28,9 +28,9 @@ import sys
 import traceback
 
 from . import wire
+from .protocol import MAX_ERROR_MESSAGE_CHARS
 
 MAX_REFS = 10_000
-MAX_ERROR_CHARS = 2_000
 
 
 class Agent:
@@ -252,4 +252,4 @@ def describe_error(error: BaseException) -> dict:
         message = str(error)
     except Exception:  # noqa: BLE001 - a student exception whose __str__ fails
         message = "<message could not be read>"
-    return {"type": name[:100], "message": message[:MAX_ERROR_CHARS], "where": where}
+    return {"type": name[:100], "message": message[:MAX_ERROR_MESSAGE_CHARS], "where": where}

@@ -198,6 +198,17 @@ def grade_saved_notebook(path: Path, assignment_name: str | None = None) -> int:
     elif assignment_name not in known:
         print(f"There is no assignment named {assignment_name!r}; this course has: {', '.join(known)}.", file=sys.stderr)
         return 2
+    for output in _run_with_grading_cell(path, assignment_name):
+        if output.get("output_type") == "stream":
+            print(output.get("text", ""), end="")
+        elif output.get("output_type") == "error":
+            print(f"{output.get('ename')}: {output.get('evalue')}")
+    return 0
+
+
+def _run_with_grading_cell(path: Path, assignment_name: str) -> list:
+    """Run the notebook at ``path`` in a fresh kernel with a grading cell at the end (in place of its
+    own); the kernel's stderr goes to ours without ipykernel's notices. The grading cell's outputs."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -215,13 +226,7 @@ def grade_saved_notebook(path: Path, assignment_name: str | None = None) -> int:
     for line in kernel_stderr.splitlines():
         if line.strip() and not _is_kernel_noise(line):
             print(line, file=sys.stderr)
-    last = nb.cells[-1]
-    for output in last.get("outputs", []):
-        if output.get("output_type") == "stream":
-            print(output.get("text", ""), end="")
-        elif output.get("output_type") == "error":
-            print(f"{output.get('ename')}: {output.get('evalue')}")
-    return 0
+    return nb.cells[-1].get("outputs", [])
 
 
 KERNEL_NOISE = ("Kernel is running over TCP without encryption",)

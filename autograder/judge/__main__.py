@@ -4,7 +4,6 @@ kernel's replies on standard input, the judge's calls and the verdicts on standa
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
