@@ -38,9 +38,7 @@ import os
 import secrets
 import shutil
 import stat
-import subprocess
 import sys
-import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -55,19 +53,19 @@ from .flags import MAX_SCANNED_CHARS, flags_for
 from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
 from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
                      Unreadable, discover, name_problem, no_submissions_message, read_submission, stage_files)
-from .protocol import JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, ProtocolError, Status, unseal
+from .judge_client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
+from .protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
 from .repair import repair
 from .report import GradeRow, write_csv
-from .sandbox import Limits, check_runner_starts, use_bwrap, with_course_on_path
+from .sandbox import Limits, check_runner_starts, use_bwrap
 from .setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
-from .text import clean_text, valid_unicode
+from .text import clean_text
 
 STATE_FILE = "grading_state.json"
 STATUSES = JUDGE_STATUSES   # what a judge may report
 GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
-MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs are capped at 4 MB; this is a backstop)
 MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
 MAX_EXTRA_MARKDOWN_CHARS = 200_000
 
@@ -170,79 +168,6 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
     cells = [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata)) for c in prepared.cells]
     job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
                              str(files_dir) if files_dir else None, [str(p) for p in hide])
-
-
-# --------------------------------------------------------------------------------------------------
-# Stage 4: the judge
-
-
-def run_judge(job: JudgeJob, limits: Limits) -> JudgeResult:
-    """Run ``python -m autograder.judge`` on one job; return its verified result (never raises)."""
-    from .sandbox import kill_group
-
-    key = secrets.token_bytes(32)
-    message = job.to_message(key)
-    process = subprocess.Popen([sys.executable, "-m", "autograder.judge"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                               env=with_course_on_path(dict(os.environ)))
-
-    def send() -> None:
-        try:
-            process.stdin.write(message)
-            process.stdin.close()
-        except OSError:
-            pass
-
-    threading.Thread(target=send, daemon=True).start()
-    try:
-        reply = _read_reply(process, limits)
-    finally:
-        process.stdout.close()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-    return reply if isinstance(reply, JudgeResult) else verify_result(reply, key)
-
-
-def _read_reply(process: subprocess.Popen, limits: Limits) -> bytes | JudgeResult:
-    """Everything the judge writes until it closes its output; a failed result (the judge killed) if it
-    runs past the notebook's time limit plus a minute, or writes more than ``MAX_JUDGE_RESULT_BYTES``."""
-    import select
-
-    from .sandbox import kill_group
-
-    deadline = time.monotonic() + limits.notebook_timeout_s + 60
-    chunks, size = [], 0
-    fd = process.stdout.fileno()
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            kill_group(process)
-            return JudgeResult.failed(f"the notebook ran past {limits.notebook_timeout_s} s", Status.TIMEOUT)
-        if not select.select([fd], [], [], min(remaining, 5))[0]:
-            continue
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_JUDGE_RESULT_BYTES:
-            kill_group(process)
-            return JudgeResult.failed(f"the notebook's outputs were larger than the grader keeps "
-                                      f"({MAX_JUDGE_RESULT_BYTES // 2**20} MB)", Status.PROTOCOL_ERROR)
-
-
-def verify_result(out: bytes, key: bytes) -> JudgeResult:
-    """The judge's result if it is authentic and well formed; an ``error`` result otherwise."""
-    try:
-        result, replaced = valid_unicode(json.loads(unseal(out, key)))
-        if replaced and isinstance(result, dict):   # nbgrader cannot write lone surrogates; they came from the student's output
-            result["detail"] = "; ".join(x for x in (result.get("detail"), "text that is not valid Unicode "
-                                         "(lone surrogates) in the notebook's output was replaced") if x)
-        return JudgeResult.from_dict(result)
-    except (ProtocolError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return JudgeResult.failed("the judge returned no valid result")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -570,35 +495,46 @@ def _report(plan: _Plan, graded_now: set, state: dict, state_path: Path, db_url:
 
 
 def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, finish) -> None:
-    """Judge ``workers`` notebooks at a time; record each here as soon as its judge is done."""
+    """Judge ``workers`` notebooks at a time, each judge started one notebook ahead (``JudgesAhead``);
+    record each here as soon as its judge is done."""
     if not jobs:
         return
     from tqdm.auto import tqdm
 
-    def judge(job: Job) -> Job:
-        try:
-            start = time.perf_counter()
-            job.result = run_judge(job.judge_job, limits)
-            elapsed = time.perf_counter() - start
-            for name, seconds in job.result.timings.items():
-                add_stage_time(f"judge: {name}", seconds)
-            add_stage_time("judge: process start, imports and result transfer", elapsed - sum(job.result.timings.values()))
-        except Exception as error:  # noqa: BLE001 - e.g. no process left to start the judge with
-            job.result = JudgeResult.failed(f"the grader could not run this notebook's judge: "
-                                            f"{type(error).__name__}: {clean_text(error)[:150]}")
-        return job
-
+    ahead = JudgesAhead(RunnerSpec(limits, list(jobs[0].judge_job.hide)), len(jobs), max(1, workers))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(judge, job): job for job in jobs}
+        futures = {pool.submit(_judge_one, job, limits, ahead): job for job in jobs}
         bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
-        for future in as_completed(futures):
-            try:
-                job = future.result()
-            except BaseException as error:  # noqa: BLE001 - the thread itself failed
-                job = futures[future]
-                job.result = JudgeResult.failed(f"the judge did not run: {type(error).__name__}")
-            finish(job)
-            bar.update(1)
-        bar.close()
+        try:
+            for future in as_completed(futures):
+                try:
+                    job = future.result()
+                except BaseException as error:  # noqa: BLE001 - the thread itself failed
+                    job = futures[future]
+                    job.result = JudgeResult.failed(f"the judge did not run: {type(error).__name__}")
+                finish(job)
+                bar.update(1)
+        finally:
+            ahead.close()
+            bar.close()
+
+
+def _judge_one(job: Job, limits: Limits, ahead: JudgesAhead) -> Job:
+    """One notebook through its judge (one started ahead, when there is one); the judge's timings added
+    to the stage times: work done ahead of the job apart, the rest adding up to the time it took."""
+    judge = ahead.take()
+    try:
+        start = time.perf_counter()
+        job.result = run_judge(job.judge_job, limits, judge=judge)
+        elapsed = time.perf_counter() - start
+        for name, seconds in job.result.timings.items():
+            add_stage_time(f"judge: {name}", seconds)
+        on_the_clock = sum(s for name, s in job.result.timings.items() if not name.startswith(AHEAD_PREFIX))
+        add_stage_time("judge: process start, imports and result transfer", elapsed - on_the_clock)
+    except Exception as error:  # noqa: BLE001 - e.g. no process left to start the judge with
+        discard(judge)
+        job.result = JudgeResult.failed(f"the grader could not run this notebook's judge: "
+                                        f"{type(error).__name__}: {clean_text(error)[:150]}")
+    return job
 
 

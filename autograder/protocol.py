@@ -77,6 +77,36 @@ def _str_list(value, what: str) -> list[str]:
     return list(value)
 
 
+def _limits(value) -> Limits:
+    _require(type(value) is dict, "limits must be an object")
+    try:
+        return Limits(**value)
+    except (TypeError, ValueError) as error:   # an unknown field, or a value that could never grade
+        raise ProtocolError(f"limits: {error}") from None
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """What a runner started ahead of its job needs (``python -m autograder.judge --ahead``, first line
+    of its standard input): the run's limits and the paths hidden from it. The job that follows must
+    name the same, or the judge starts a fresh runner for it."""
+
+    limits: Limits
+    hide: list
+
+    def to_line(self) -> bytes:
+        return json.dumps({"limits": asdict(self.limits), "hide": self.hide}).encode("utf-8") + b"\n"
+
+    @classmethod
+    def from_line(cls, line: str | bytes) -> "RunnerSpec":
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise ProtocolError("a runner spec must be one line of JSON") from None
+        _require(type(data) is dict, "a runner spec must be an object")
+        return cls(_limits(data.get("limits")), _str_list(data.get("hide", []), "hide"))
+
+
 @dataclass(frozen=True)
 class JudgeJob:
     """What the judge needs to grade one notebook (``autograder.grading.prepare_job`` builds it).
@@ -109,11 +139,7 @@ class JudgeJob:
         _require(type(cells) is list and all(type(c) is dict for c in cells), "cells must be a list of objects")
         labels = data.get("cell_labels", {})
         _require(type(labels) is dict and all(type(v) is str for v in labels.values()), "cell_labels must map to strings")
-        _require(type(data.get("limits")) is dict, "limits must be an object")
-        try:
-            limits = Limits(**data["limits"])
-        except TypeError as error:
-            raise ProtocolError(f"limits: {error}") from None
+        limits = _limits(data.get("limits"))
         folder = data.get("submission_dir")
         _require(folder is None or type(folder) is str, "submission_dir must be a string or null")
         return cls(cells, _int_list(data.get("run_indices"), "run_indices"),
@@ -137,6 +163,11 @@ class CellResult:
 
     index: int
     outputs: list
+
+
+# A judge timing named with this prefix is work done before the job arrived (a runner started ahead,
+# overlapped with another notebook); the other timings add up to the time the job itself took.
+AHEAD_PREFIX = "ahead: "
 
 
 @dataclass

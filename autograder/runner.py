@@ -10,6 +10,8 @@ C-level print cannot interleave with replies). Each request has an ``id`` the re
 
 * ``{"id": n, "op": "run", "source": "..."}``: run one cell; reply ``{"ok", "error", "stdout",
   "images"}`` (text capped; figures as PNG);
+* ``{"id": n, "op": "enter"}``: copy the submission's files (read-only at ``COURSE_RUNNER_SEED``)
+  into the working folder again, for a runner started before they were there; reply ``{"ok": true}``;
 * every other op is the judge's call protocol, answered by ``autograder.kernel_agent.Agent``.
 
 Time limits: each request's ``limit`` is enforced here (``autograder.serving``: an alarm, then a
@@ -84,6 +86,9 @@ def _answerer():
     def answer(request: dict) -> dict:
         if request.get("op") == "run":
             return _run_cell(shell, str(request.get("source", "")))
+        if request.get("op") == "enter":   # started ahead of its job: the submission's files are there now
+            _enter_workdir()
+            return {"ok": True}
         return agent.handle(request)
     return answer
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autograder import conventions, stage_times, submissions
 from autograder.grading import grade
+from autograder.protocol import AHEAD_PREFIX
 from autograder.sandbox import Limits
 
 
@@ -60,14 +61,19 @@ def main() -> int:
 
 
 def print_split(workers: int, wall: float, split: dict[str, float], total: int) -> None:
-    """Seconds per submission in each stage (summed over workers), and the overhead above the cells."""
+    """Seconds per submission in each stage (summed over workers), and the overhead above the cells:
+    what each notebook waited for, and the work done ahead of it (a runner started while the previous
+    notebook was being graded), which costs CPU but not that notebook's time."""
     print(f"\nwhere the time went, {workers} worker(s), seconds per submission (stages of parallel workers overlap):")
     for name, seconds in sorted(split.items(), key=lambda item: -item[1]):
-        print(f"  {name:<55} {seconds / total:6.2f}")
-    accounted = sum(split.values()) / total
-    print(f"  {'(all stages)':<55} {accounted:6.2f}   wall x workers per submission: {wall * workers / total:.2f}")
+        print(f"  {name:<70} {seconds / total:6.2f}")
+    ahead = sum(s for name, s in split.items() if name.startswith("judge: " + AHEAD_PREFIX)) / total
+    waited = sum(split.values()) / total - ahead
+    print(f"  {'(all stages the notebooks waited for)':<70} {waited:6.2f}   "
+          f"wall x workers per submission: {wall * workers / total:.2f}")
     cells = (split.get("judge: answer and student cells", 0) + split.get("judge: test cells", 0)) / total
-    print(f"  overhead above the answer and test cells: {accounted - cells:.2f} s per submission")
+    print(f"  overhead above the answer and test cells: {waited - cells:.2f} s per submission waited for, "
+          f"plus {ahead:.2f} s done ahead (overlapped)")
 
 
 if __name__ == "__main__":

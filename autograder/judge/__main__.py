@@ -1,5 +1,5 @@
-"""Entry points: ``python -m autograder.judge`` (batch: one job on standard input, one sealed result on
-standard output) and ``python -m autograder.judge --attached`` (self-grading: a job line, then the
+"""Entry points: ``python -m autograder.judge [--ahead]`` (batch: one job on standard input, one sealed
+result on standard output; ``--ahead``: a runner spec line first, and the runner starts before the job) and ``python -m autograder.judge --attached`` (self-grading: a job line, then the
 kernel's replies on standard input, the judge's calls and the verdicts on standard output)."""
 
 from __future__ import annotations
@@ -8,20 +8,30 @@ import os
 import sys
 
 from .. import sandbox
-from ..protocol import JudgeJob, JudgeResult, ProtocolError, SelfGradeJob, TestVerdict, seal, verdicts_message
+from ..protocol import (JudgeJob, JudgeResult, ProtocolError, RunnerSpec, SelfGradeJob, TestVerdict, seal,
+                        verdicts_message)
 from .outputs import error_output
 from .session import NOT_RUN, AttachedSession, CellOutcome
 from .transport import Connection
 from .notebook import judge_notebook
+from .workspace import Workspace
 
 
-def main() -> int:
+def main(ahead: bool = False) -> int:
+    """One job on standard input, its sealed result on standard output. ``ahead`` (``--ahead``): a
+    ``RunnerSpec`` line comes first, and the runner starts before the job is read."""
     sandbox.become_subreaper()
-    job, key = JudgeJob.from_message(sys.stdin.read())
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything printed by accident goes to the log, not into the result
+    workspace = Workspace.ahead(RunnerSpec.from_line(sys.stdin.readline())) if ahead else None
     try:
-        result = judge_notebook(job)
+        job, key = JudgeJob.from_message(sys.stdin.read())
+    except BaseException:   # no job came (the grader had no more): nothing to judge, nothing left running
+        if workspace is not None:
+            workspace.close()
+        raise
+    try:
+        result = judge_notebook(job, workspace)
     except Exception as error:  # noqa: BLE001 - reported to the grader as this submission's error
         result = JudgeResult.failed(f"judge failed: {type(error).__name__}: {error}"[:300])
     out.write(seal(result.to_json(), key))
@@ -62,4 +72,4 @@ def _verdict(session: AttachedSession, test: dict) -> TestVerdict:
 
 
 if __name__ == "__main__":
-    sys.exit(main_attached() if "--attached" in sys.argv[1:] else main())
+    sys.exit(main_attached() if "--attached" in sys.argv[1:] else main(ahead="--ahead" in sys.argv[1:]))

@@ -9,18 +9,20 @@ cell is only reported in the detail.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 
 from .. import sandbox
-from ..protocol import CellResult, JudgeJob, JudgeResult, Status
+from ..protocol import AHEAD_PREFIX, CellResult, JudgeJob, JudgeResult, RunnerSpec, Status
 from .outputs import keep_within_budget
 from .session import CellOutcome, Session
-from .transport import RunnerGone
+from .workspace import START_FAILURES, Workspace
 
 SETUP_TIMEOUT_S = 120   # the set-up cell (imports; on a busy machine that can take a while)
 RUNNER_START = "runner start (sandbox, Python)"
+# Work done before the job arrived, while the grader was busy with the previous notebook: reported
+# apart from the other timings, which add up to the time the job took.
+RUNNER_STARTED_AHEAD = AHEAD_PREFIX + "runner start, overlapped with the previous notebook"
 
 
 def section_of(cells: list, index: int) -> str:
@@ -52,31 +54,29 @@ class _Walk:
         return JudgeResult(status, "; ".join(dict.fromkeys(self.details))[:1000], self.cells, self.timings)
 
 
-def judge_notebook(job: JudgeJob) -> JudgeResult:
-    """Run a job (built by ``autograder.grading.prepare_job``) and return the notebook's result."""
+def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeResult:
+    """Run a job (built by ``autograder.grading.prepare_job``) and return the notebook's result, in
+    ``workspace`` (a runner started ahead, used if it suits the job) or a fresh one; closes it."""
     walk = _Walk()
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        scratch = Path(tmp) / "work"
-        scratch.mkdir()
+    if workspace is not None and not workspace.suits(job):
+        workspace.close()
+        workspace = None
+    with workspace or Workspace(RunnerSpec(job.limits, list(job.hide))) as space:
         if job.submission_dir:
-            skipped = sandbox.copy_submission_files(Path(job.submission_dir), scratch)
+            skipped = sandbox.copy_submission_files(Path(job.submission_dir), space.scratch)
             if skipped:
                 walk.details.append("files not copied: " + ", ".join(skipped[:5]))
-        session = Session(scratch, job.limits, [Path(p) for p in job.hide], job.names, Path(tmp) / "runner.log")
         started = time.perf_counter()
         try:
-            session.start()
-        except (RunnerGone, sandbox.SandboxUnavailable, OSError) as error:
-            session.stop()
+            space.start_for(job)
+        except START_FAILURES as error:
             return JudgeResult.failed(f"could not start the student's process: {error}"[:300])
         walk.timings[RUNNER_START] = time.perf_counter() - started
-        try:
-            for index, cell in enumerate(job.cells):
-                if cell.get("cell_type") == "code":
-                    _judge_cell(job, session, walk, index, cell)
-        finally:
-            session.stop()
-            sandbox.kill_descendants()
+        if space.started_ahead_s is not None:
+            walk.timings[RUNNER_STARTED_AHEAD] = space.started_ahead_s
+        for index, cell in enumerate(job.cells):
+            if cell.get("cell_type") == "code":
+                _judge_cell(job, space.session, walk, index, cell)
     return walk.result()
 
 

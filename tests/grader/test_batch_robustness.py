@@ -96,10 +96,10 @@ def batch(tmp_path_factory):
 
     real_run_judge, real_sanitise = grading.run_judge, grading._sanitise
 
-    def run_judge(job, limits):
+    def run_judge(job, limits, judge=None):
         if "judge_fails" in str(job.submission_dir):
             raise OSError(11, "Resource temporarily unavailable")   # what fork() says with no PIDs left
-        return real_run_judge(job, limits)
+        return real_run_judge(job, limits, judge=judge)
 
     def sanitise(nb, job, config, db_url):
         if job.student_id == "prepare_fails":
@@ -412,7 +412,7 @@ def test_a_failing_release_build_is_one_grader_error_per_submission(tmp_path, mo
         return Api()
 
     monkeypatch.setattr(grading, "make_api", failing_api)
-    monkeypatch.setattr(grading, "run_judge", lambda job, limits: pytest.fail("nothing may be judged"))
+    monkeypatch.setattr(grading, "run_judge", lambda job, limits, judge=None: pytest.fail("nothing may be judged"))
     rows = grade(subs, tmp_path / "out", progress=False, solutions_dir=tmp_path / "solutions", limits=LIMITS)
     assert calls == ["01_fixture"]
     assert [(r.student_id, r.status) for r in rows] == [("ann", "grader error"), ("bob", "grader error"), ("cem", "grader error")]
