@@ -112,7 +112,7 @@ class JudgeJob:
         _require(type(data.get("limits")) is dict, "limits must be an object")
         try:
             limits = Limits(**data["limits"])
-        except TypeError as error:
+        except (TypeError, ValueError) as error:   # an unknown field, or a value that could never grade
             raise ProtocolError(f"limits: {error}") from None
         folder = data.get("submission_dir")
         _require(folder is None or type(folder) is str, "submission_dir must be a string or null")
@@ -128,7 +128,11 @@ class JudgeJob:
     def from_message(cls, text: str | bytes) -> tuple["JudgeJob", bytes]:
         message = json.loads(text)
         _require(type(message) is dict and type(message.get("key")) is str, "a job message needs a key")
-        return cls.from_dict(message.get("job")), bytes.fromhex(message["key"])
+        try:
+            key = bytes.fromhex(message["key"])
+        except ValueError:
+            raise ProtocolError("the job message's key must be hexadecimal") from None
+        return cls.from_dict(message.get("job")), key
 
 
 @dataclass
