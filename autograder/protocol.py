@@ -154,7 +154,11 @@ class JudgeJob:
     def from_message(cls, text: str | bytes) -> tuple["JudgeJob", bytes]:
         message = json.loads(text)
         _require(type(message) is dict and type(message.get("key")) is str, "a job message needs a key")
-        return cls.from_dict(message.get("job")), bytes.fromhex(message["key"])
+        try:
+            key = bytes.fromhex(message["key"])
+        except ValueError:
+            raise ProtocolError("the job message's key must be hexadecimal") from None
+        return cls.from_dict(message.get("job")), key
 
 
 @dataclass

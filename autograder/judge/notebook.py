@@ -29,7 +29,7 @@ def section_of(cells: list, index: int) -> str:
     """The heading of the section a cell is in (for messages about ungraded cells)."""
     for cell in reversed(cells[:index]):
         if cell.get("cell_type") == "markdown":
-            for line in str(cell.get("source", "")).splitlines():
+            for line in reversed(str(cell.get("source", "")).splitlines()):   # the last heading above the cell
                 if line.startswith("#"):
                     return line.lstrip("#").strip()[:80]
     return "the top of the notebook"

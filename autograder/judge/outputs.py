@@ -42,9 +42,12 @@ def keep_within_budget(outputs: list, spent: int, graded: bool) -> int:
     kept, dropped = [], False
     for output in outputs:
         size = len(json.dumps(output))
-        if spent + size <= MAX_NOTEBOOK_OUTPUT_BYTES or (graded and output.get("output_type") == "error"):
+        if spent + size <= MAX_NOTEBOOK_OUTPUT_BYTES:
             kept.append(output)
             spent += size
+        elif graded and output.get("output_type") == "error":
+            kept.append(output)   # past the budget: the budget is full, but the note is still to be shown
+            spent = max(spent, MAX_NOTEBOOK_OUTPUT_BYTES)
         else:
             dropped = True
     if dropped and spent <= MAX_NOTEBOOK_OUTPUT_BYTES:
