@@ -253,13 +253,15 @@ class _Plan:
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
           solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True,
           students: set[str] | None = None, assignments: set[str] | None = None,
-          force: bool = False, shard: Shard | None = None) -> list[GradeRow]:
+          force: bool = False, shard: Shard | None = None, judges_ahead: bool = True) -> list[GradeRow]:
     """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``.
 
     ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
     results). A submission whose files, solution notebook and limits are unchanged since the last
     run in the same ``out_dir`` is not graded again unless ``force``. ``shard`` grades only the
     submissions that shard owns (``autograder/shards.py``) and marks ``out_dir`` finished at the end.
+    ``judges_ahead``: start each worker's next judge and runner while it grades a notebook
+    (``JudgesAhead``; off, each starts when its job comes, as the benchmark compares).
     Raises ``NoSubmissions`` (writing nothing) when no folder is laid out as
     ``<student>/<assignment>/<notebook>.ipynb``.
 
@@ -285,7 +287,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     jobs = [job for job in (_prepare(entry, assignment, row, course, limits) for entry, assignment, row in plan.todo) if job]
     graded_now = {(job.student_id, job.assignment.name) for job in jobs}
     _zero_unreadable(plan, state, graded_now, known, course, out_dir)
-    _run_all(jobs, limits, workers, progress, lambda job: _finish(job, course, out_dir))
+    _run_all(jobs, limits, workers, progress, lambda job: _finish(job, course, out_dir), judges_ahead)
     shutil.rmtree(course.staging, ignore_errors=True)
     ordered = _report(plan, graded_now, state, state_path, course.db_url, out_dir)
     if shard is not None:
@@ -494,14 +496,14 @@ def _report(plan: _Plan, graded_now: set, state: dict, state_path: Path, db_url:
     return ordered
 
 
-def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, finish) -> None:
+def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, finish, ahead_on: bool = True) -> None:
     """Judge ``workers`` notebooks at a time, each judge started one notebook ahead (``JudgesAhead``);
     record each here as soon as its judge is done."""
     if not jobs:
         return
     from tqdm.auto import tqdm
 
-    ahead = JudgesAhead(RunnerSpec(limits, list(jobs[0].judge_job.hide)), len(jobs), max(1, workers))
+    ahead = JudgesAhead(RunnerSpec(limits, list(jobs[0].judge_job.hide)), len(jobs), max(1, workers) if ahead_on else 0)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = {pool.submit(_judge_one, job, limits, ahead): job for job in jobs}
         bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)

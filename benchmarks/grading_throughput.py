@@ -7,8 +7,10 @@ once per worker count, into fresh output folders, and prints submissions per min
 submission, then where the time went, per submission (``autograder/stage_times.py``): starting the
 judge and the sandboxed runner (two Python processes importing PyTorch), the set-up cell, the answer
 cells, the test cells, nbgrader's release, autograde and feedback steps, the CSV. The **overhead** is
-everything but the answer and test cells: what grading adds to running the student's work. (The
-course's demo cells are not run when grading.)
+the wall time per submission (times workers) less the set-up, answer and test cells: what grading
+adds to running the student's work. (The course's demo cells are not run when grading.) Judges
+start one notebook ahead (``--no-ahead`` to compare): the runner's start is then done while the
+previous notebook is graded, and printed apart.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "none"])
     parser.add_argument("--assignment", action="append", help="only these assignments (default: all)")
+    parser.add_argument("--no-ahead", action="store_true",
+                        help="start each judge and runner when its notebook's turn comes (to compare)")
     args = parser.parse_args()
 
     assignments = [a for a in conventions.assignments() if not args.assignment or a.name in args.assignment]
@@ -42,14 +46,14 @@ def main() -> int:
                 submissions.write(nb, subs / f"student{copy:03d}" / assignment.name / assignment.source_path.name)
         total = args.copies * len(assignments)
         print(f"{total} submissions ({args.copies} per assignment: {', '.join(a.name for a in assignments)}), "
-              f"sandbox {args.sandbox}")
+              f"sandbox {args.sandbox}, judges started {'when their turn comes' if args.no_ahead else 'one notebook ahead'}")
         splits = {}
         print(f"{'workers':>7} {'wall s':>8} {'subs/min':>9} {'s/sub':>7}")
         for workers in args.workers:
             stage_times.snapshot()
             start = time.perf_counter()
             rows = grade(subs, Path(tmp) / f"out{workers}", workers=workers, progress=False,
-                         limits=Limits(sandbox=args.sandbox))
+                         limits=Limits(sandbox=args.sandbox), judges_ahead=not args.no_ahead)
             wall = time.perf_counter() - start
             bad = [r for r in rows if r.status != "ok" or r.score != r.max_score]
             print(f"{workers:>7} {wall:8.1f} {60 * total / wall:9.2f} {wall / total:7.2f}"
@@ -61,19 +65,18 @@ def main() -> int:
 
 
 def print_split(workers: int, wall: float, split: dict[str, float], total: int) -> None:
-    """Seconds per submission in each stage (summed over workers), and the overhead above the cells:
-    what each notebook waited for, and the work done ahead of it (a runner started while the previous
-    notebook was being graded), which costs CPU but not that notebook's time."""
-    print(f"\nwhere the time went, {workers} worker(s), seconds per submission (stages of parallel workers overlap):")
+    """Seconds per submission in each stage (summed over workers; stages overlap, since nbgrader records
+    one notebook while the next is judged), then the overhead: wall time x workers per submission
+    minus the answer and test cells, and apart from it the work done ahead (a runner started while
+    the previous notebook was graded), which costs CPU but no notebook waited for it."""
+    print(f"\nwhere the time went, {workers} worker(s), seconds per submission (stages overlap):")
     for name, seconds in sorted(split.items(), key=lambda item: -item[1]):
         print(f"  {name:<70} {seconds / total:6.2f}")
+    per_submission = wall * workers / total
+    cells = sum(split.get(f"judge: {name}", 0) for name in ("set-up cell", "answer and student cells", "test cells")) / total
     ahead = sum(s for name, s in split.items() if name.startswith("judge: " + AHEAD_PREFIX)) / total
-    waited = sum(split.values()) / total - ahead
-    print(f"  {'(all stages the notebooks waited for)':<70} {waited:6.2f}   "
-          f"wall x workers per submission: {wall * workers / total:.2f}")
-    cells = (split.get("judge: answer and student cells", 0) + split.get("judge: test cells", 0)) / total
-    print(f"  overhead above the answer and test cells: {waited - cells:.2f} s per submission waited for, "
-          f"plus {ahead:.2f} s done ahead (overlapped)")
+    print(f"  wall x workers per submission {per_submission:.2f} s = set-up, answer and test cells {cells:.2f} s "
+          f"+ overhead {per_submission - cells:.2f} s (besides: {ahead:.2f} s of runner start done ahead, overlapped)")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pytest
 from autograder import sandbox
 from autograder.judge import __main__ as entry
 from autograder.judge.session import AttachedSession
-from autograder.protocol import (JudgeJob, JudgeResult, ProtocolError, SelfGradeJob, Status, TestVerdict, unseal,
+from autograder.protocol import (JudgeJob, JudgeResult, ProtocolError, RunnerSpec, SelfGradeJob, Status, TestVerdict, unseal,
                                  verdicts_from)
 
 
@@ -64,7 +64,7 @@ def batch(monkeypatch):
 def test_the_batch_judge_writes_its_result_sealed_with_the_jobs_key(batch, monkeypatch):
     judged = []
     result = JudgeResult(Status.TIMEOUT, "slow", [], {"test cells": 1.0})
-    monkeypatch.setattr(entry, "judge_notebook", lambda job: judged.append(job) or result)
+    monkeypatch.setattr(entry, "judge_notebook", lambda job, workspace=None: judged.append(job) or result)
     assert entry.main() == 0
     assert judged == [JOB]
     assert JudgeResult.from_json(unseal(batch.out.getvalue(), b"the key")) == result
@@ -74,7 +74,7 @@ def test_the_batch_judge_writes_its_result_sealed_with_the_jobs_key(batch, monke
 
 
 def test_a_judge_that_fails_still_answers_with_an_error_result(batch, monkeypatch):
-    def crash(job):
+    def crash(job, workspace=None):
         raise RuntimeError("boom " + "x" * 400)
 
     monkeypatch.setattr(entry, "judge_notebook", crash)
@@ -128,3 +128,41 @@ def test_a_test_without_points_is_worth_nothing_but_still_judged():
     session = types.SimpleNamespace(gone=False, run_test_cell=lambda source, grade_id: types.SimpleNamespace(outputs=[
         {"output_type": "stream", "text": "ok"}]))
     assert entry._verdict(session, {"grade_id": "t", "source": ""}) == TestVerdict("", "t", 0.0, True, "")
+
+
+def test_the_judge_started_ahead_reads_a_runner_spec_first_and_starts_its_runner_before_the_job(batch, monkeypatch):
+    spec = RunnerSpec(JOB.limits, list(JOB.hide))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(spec.to_line().decode() + JOB.to_message(b"the key").decode()))
+    events = []
+
+    class Ahead:
+        @classmethod
+        def ahead(cls, given):
+            events.append(("started ahead", given))
+            return "the workspace"
+
+    monkeypatch.setattr(entry, "Workspace", Ahead)
+    monkeypatch.setattr(entry, "judge_notebook", lambda job, workspace=None: events.append((job, workspace))
+                        or JudgeResult(Status.OK))
+    assert entry.main(ahead=True) == 0
+    assert events == [("started ahead", spec), (JOB, "the workspace")]
+    assert JudgeResult.from_json(unseal(batch.out.getvalue(), b"the key")).status == Status.OK
+
+
+def test_a_judge_started_ahead_that_gets_no_job_closes_its_workspace(batch, monkeypatch):
+    spec = RunnerSpec(JOB.limits, list(JOB.hide))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(spec.to_line().decode()))   # the grader closed the pipe
+    closed = []
+
+    class Ahead:
+        @classmethod
+        def ahead(cls, given):
+            return cls()
+
+        def close(self):
+            closed.append(True)
+
+    monkeypatch.setattr(entry, "Workspace", Ahead)
+    with pytest.raises(ValueError):
+        entry.main(ahead=True)
+    assert closed == [True]

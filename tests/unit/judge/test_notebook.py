@@ -3,11 +3,15 @@ goes into the detail, with a fake session in place of the runner (no process sta
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autograder import sandbox
-from autograder.judge import notebook
-from autograder.judge.notebook import RUNNER_START, SETUP_TIMEOUT_S, judge_notebook, section_of
+from autograder.judge import workspace
+from autograder.judge.notebook import RUNNER_START, RUNNER_STARTED_AHEAD, SETUP_TIMEOUT_S, judge_notebook, section_of
+from autograder.judge.workspace import Workspace
+from autograder.protocol import RunnerSpec
 from autograder.judge.session import CellOutcome
 from autograder.judge.transport import RunnerGone
 from autograder.protocol import CellResult, JudgeJob, Status
@@ -33,25 +37,44 @@ CELLS = [
 ]
 
 
+class FakeConnection:
+    """The runner's pipe, as far as entering a workspace goes: records requests; ``gone`` fails them."""
+
+    def __init__(self, session, gone=False):
+        self.session, self.gone, self.requests = session, gone, []
+
+    def request(self, message, limit_s):
+        self.requests.append(message)
+        if self.session.fail_enter:
+            raise RunnerGone("kernel died", "the student's process had exited")
+        self.session.files = {p.name: p.read_text() for p in self.session.scratch.iterdir()}
+        return {"ok": True}
+
+
 class FakeSession:
     """Records what ran where; ``troubles`` maps a source to the CellOutcome it gets."""
 
     instances = []
 
-    def __init__(self, scratch, limits, hide, names, log_path, *, troubles=None, fail_start=None):
+    def __init__(self, scratch, limits, hide, names, log_path, *, troubles=None, fail_start=None, fail_enter=False):
         self.scratch, self.limits, self.hide, self.names, self.log_path = scratch, limits, hide, names, log_path
         self.ran, self.tested, self.stopped = [], [], 0
         self.troubles = troubles or {}
-        self.fail_start = fail_start
+        self.fail_start, self.fail_enter = fail_start, fail_enter
         FakeSession.instances.append(self)
 
     def start(self):
         self.files = {p.name: p.read_text() for p in self.scratch.iterdir()}   # the scratch folder goes with the judge
+        self.started = getattr(self, "started", 0) + 1
         if self.fail_start:
             raise self.fail_start
+        self.connection = FakeConnection(self)
 
     def stop(self):
         self.stopped += 1
+
+    def alive(self):
+        return self.stopped == 0
 
     def run_cell(self, source, limit_s=None):
         self.ran.append((source, limit_s))
@@ -66,7 +89,7 @@ class FakeSession:
 def fake(monkeypatch):
     FakeSession.instances.clear()
     settings = {}
-    monkeypatch.setattr(notebook, "Session", lambda *a: FakeSession(*a, **settings))
+    monkeypatch.setattr(workspace, "Session", lambda *a: FakeSession(*a, **settings))
     monkeypatch.setattr(sandbox, "kill_descendants", lambda: None)
     return settings
 
@@ -150,3 +173,45 @@ def test_a_cells_section_is_the_nearest_heading_above_it():
     assert section_of(CELLS, 4) == "1. Doubling"
     assert section_of(CELLS, 1) == "the top of the notebook"
     assert section_of([markdown("#" + "x" * 200), code("")], 1) == "x" * 80
+
+
+def test_a_runner_started_ahead_is_started_before_its_job_and_enters_its_files(fake, tmp_path):
+    ahead = Workspace.ahead(RunnerSpec(job().limits, ["/secret"]))
+    runner = FakeSession.instances[0]
+    assert runner.started == 1 and runner.files == {}, "started ahead: the scratch folder is still empty"
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "data.txt").write_text("x")
+    result = judge_notebook(job(submission_dir=str(folder)), ahead)
+    assert len(FakeSession.instances) == 1 and runner.started == 1, "the same runner, not a second start"
+    assert runner.connection.requests == [{"op": "enter"}] and runner.files == {"data.txt": "x"}
+    assert runner.names == ["double"] and runner.ran[0][0] == "import torch" and runner.stopped == 1
+    assert RUNNER_STARTED_AHEAD in result.timings and result.timings[RUNNER_STARTED_AHEAD] >= 0
+    assert result.status == Status.OK
+
+
+def test_a_workspace_for_other_limits_or_hidden_paths_is_closed_and_a_fresh_runner_started(fake):
+    ahead = Workspace.ahead(RunnerSpec(job().limits, ["/another"]))
+    result = judge_notebook(job(), ahead)
+    first, second = FakeSession.instances
+    assert first.stopped == 1 and first.ran == [], "the unsuitable runner ran nothing"
+    assert second.hide == [Path("/secret")] and second.started == 1 and second.ran
+    assert RUNNER_STARTED_AHEAD not in result.timings
+
+
+def test_a_runner_started_ahead_that_died_is_replaced_when_the_job_comes(fake):
+    fake["fail_enter"] = True
+    ahead = Workspace.ahead(RunnerSpec(job().limits, ["/secret"]))
+    runner = FakeSession.instances[0]
+    first_pipe = runner.connection
+    result = judge_notebook(job(), ahead)
+    assert first_pipe.requests == [{"op": "enter"}] and runner.started == 2 and runner.ran
+    assert RUNNER_STARTED_AHEAD not in result.timings and result.status == Status.OK
+
+
+def test_a_runner_that_cannot_start_ahead_starts_with_its_job(fake):
+    fake["fail_start"] = RunnerGone("kernel died", "no")
+    ahead = Workspace.ahead(RunnerSpec(job().limits, ["/secret"]))
+    assert ahead.started_ahead_s is None
+    result = judge_notebook(job(), ahead)
+    assert result.status == Status.ERROR and "could not start" in result.detail
