@@ -1,0 +1,152 @@
+"""Finding and reading submissions (autograder/intake.py), on small folders made here: where each
+notebook found goes, and why a file that cannot be graded is refused."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import intake
+from autograder.protocol import Status
+
+
+@dataclass
+class Assignment:
+    name: str
+    source_path: Path
+
+
+KNOWN = {"01_a": Assignment("01_a", Path("/course/01_a/a.ipynb")),
+         "02_b": Assignment("02_b", Path("/course/02_b/b.ipynb"))}
+
+
+def notebook(*sources: str):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    return nb
+
+
+def put(path: Path, nb=None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb or notebook("x = 1"), str(path))
+    return path
+
+
+def test_each_notebook_found_is_a_submission_or_a_row_saying_where_it_should_be(tmp_path):
+    put(tmp_path / "ann" / "01_a" / "a.ipynb")
+    put(tmp_path / "bob" / "b.ipynb")                 # loose, its name names 02_b: graded where it is
+    put(tmp_path / "cy" / "01_a" / "a.ipynb")
+    put(tmp_path / "cy" / "a.ipynb")                  # loose, beside the folder it belongs in: noted
+    put(tmp_path / "dee" / "notes.ipynb")             # loose, names nothing: a row
+    put(tmp_path / "top.ipynb")                       # outside every student's folder: a row
+    put(tmp_path / "01_a" / "a.ipynb")                # an assignment where a student should be: a row
+    put(tmp_path / "eve" / "homework" / "a.ipynb")    # a folder that is no assignment: a hint
+    found, rows = intake.discover(tmp_path, KNOWN)
+    by_key = {(f.student_id, f.assignment): f for f in found}
+    assert sorted(by_key) == [("ann", "01_a"), ("bob", "02_b"), ("cy", "01_a"), ("eve", "homework")]
+    assert by_key["bob", "02_b"].notebook == tmp_path / "bob" / "b.ipynb"
+    assert by_key["bob", "02_b"].notes == ["graded b.ipynb, found outside an assignment folder (expected bob/02_b/b.ipynb)"]
+    assert by_key["cy", "01_a"].notebook is None
+    assert by_key["cy", "01_a"].notes == ["also found a.ipynb outside the assignment folder (not graded)"]
+    assert by_key["eve", "homework"].notes == ["it holds a.ipynb: expected eve/01_a/a.ipynb"]
+    assert by_key["ann", "01_a"].notes == []
+    assert {(r.student_id, r.assignment) for r in rows} == {("", "top.ipynb"), ("01_a", ""), ("dee", "notes.ipynb")}
+    assert all(r.status == Status.MISPLACED_NOTEBOOK and intake.EXPECTED_LAYOUT in r.detail for r in rows)
+    dee = next(r for r in rows if r.student_id == "dee")
+    assert dee.detail.endswith("one of: 01_a/a.ipynb, 02_b/b.ipynb")
+
+
+def test_hidden_files_and_folders_are_not_submissions(tmp_path):
+    put(tmp_path / ".trash" / "01_a" / "a.ipynb")
+    put(tmp_path / "ann" / ".ipynb_checkpoints" / "a.ipynb")
+    put(tmp_path / ".top.ipynb")
+    found, rows = intake.discover(tmp_path, KNOWN)
+    assert found == [] and rows == []
+    assert "no submissions found under" in intake.no_submissions_message(tmp_path, KNOWN)
+    assert "e.g. " in intake.no_submissions_message(tmp_path, KNOWN)
+    assert "assignments: none" in intake.no_submissions_message(tmp_path, {})
+
+
+def read(folder: Path, release=None):
+    return intake.read_submission(folder, KNOWN["01_a"], release)
+
+
+def refused(folder: Path, release=None) -> tuple[str, str]:
+    with pytest.raises(intake.Unreadable) as caught:
+        read(folder, release)
+    return caught.value.status, caught.value.detail
+
+
+def test_a_valid_notebook_is_read_with_no_notes(tmp_path):
+    put(tmp_path / "a.ipynb", notebook("y = 2"))
+    nb, notes = read(tmp_path)
+    assert [c.source for c in nb.cells] == ["y = 2"] and notes == []
+
+
+def test_files_that_cannot_be_graded_are_refused_with_the_reason(tmp_path):
+    assert refused(tmp_path) == (Status.MISSING_NOTEBOOK, "no a.ipynb in the submission (notebooks found: none)")
+    (tmp_path / "a.ipynb").write_bytes(b"")
+    assert refused(tmp_path) == (Status.INVALID_NOTEBOOK, "the file is empty")
+    (tmp_path / "a.ipynb").write_text('{"cells": [', encoding="utf-8")
+    assert refused(tmp_path) == (Status.INVALID_NOTEBOOK, "the file is not valid JSON (damaged or truncated?)")
+    (tmp_path / "a.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": [], "execution_count": "one"}], '
+                                      '"nbformat": 4, "nbformat_minor": 4, "metadata": {}}', encoding="utf-8")
+    status, detail = refused(tmp_path)
+    assert status == Status.INVALID_NOTEBOOK and detail.startswith("not a valid notebook: ")
+    (tmp_path / "a.ipynb").unlink()
+    (tmp_path / "a.ipynb").mkdir()
+    assert refused(tmp_path) == (Status.INVALID_NOTEBOOK, "the notebook is not a regular file")
+
+
+def test_links_are_never_followed(tmp_path):
+    elsewhere = put(tmp_path / "elsewhere" / "secret.ipynb")
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    os.symlink(elsewhere, folder / "a.ipynb")
+    assert refused(folder) == (Status.INVALID_NOTEBOOK, "the notebook is a link (only regular files are graded)")
+    linked = tmp_path / "linked"
+    os.symlink(tmp_path / "elsewhere", linked)
+    assert refused(linked) == (Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
+
+
+def test_a_notebook_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_NOTEBOOK_BYTES", 100)
+    (tmp_path / "a.ipynb").write_bytes(b"{" + b" " * 200)   # not JSON either: the size is checked first
+    status, detail = refused(tmp_path)
+    assert status == Status.INVALID_NOTEBOOK and detail.startswith("the file is 0 MB; the limit is 0 MB")
+
+
+def test_lone_surrogates_are_replaced_and_noted(tmp_path):
+    (tmp_path / "a.ipynb").write_text(nbformat.writes(notebook("s = 'PLACE'")).replace("PLACE", "\\udc80"),
+                                      encoding="utf-8")
+    nb, notes = read(tmp_path)
+    assert nb.cells[0].source == "s = '\ufffd'"
+    assert notes == ["text that is not valid Unicode (lone surrogates) was replaced by \ufffd"]
+
+
+def test_of_several_notebooks_the_one_that_differs_from_the_release_is_graded(tmp_path):
+    release = notebook("x = 1")
+    put(tmp_path / "a.ipynb", notebook("x = 1"))            # the expected name, but untouched
+    put(tmp_path / "a-copy.ipynb", notebook("x = 42"))      # the work
+    nb, notes = read(tmp_path, release)
+    assert nb.cells[0].source == "x = 42"
+    assert notes == ["graded a-copy.ipynb (it differs from the release); also found a.ipynb (not graded)"]
+    put(tmp_path / "a.ipynb", notebook("x = 7"))            # both differ: the expected name wins
+    nb, notes = read(tmp_path, release)
+    assert nb.cells[0].source == "x = 7" and notes == ["graded a.ipynb; also found a-copy.ipynb (not graded)"]
+
+
+def test_a_single_misnamed_notebook_is_graded_in_place_of_the_expected_one(tmp_path):
+    put(tmp_path / "deep" / "mine.ipynb", notebook("z = 3"))
+    nb, notes = read(tmp_path)
+    assert nb.cells[0].source == "z = 3" and notes == ["graded deep/mine.ipynb in place of a.ipynb"]
+
+
+@pytest.mark.parametrize("name, problem", [("ann", False), ("bad\x1bname", True), ("tab\there", True),
+                                           (os.fsdecode(b"\xff"), True), ("émilie", False)])
+def test_name_problem(name, problem):
+    assert bool(intake.name_problem(name)) is problem
