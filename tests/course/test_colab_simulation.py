@@ -232,7 +232,13 @@ def _execute(nb, folder: Path, colab: SimulatedColab, timeout: int = 600):
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(colab.kernels)]))
     client = NotebookClient(nb, km=km, timeout=timeout, allow_errors=True, kernel_name=KERNEL_NAME,
                             resources={"metadata": {"path": str(folder)}})
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        # nbclient shuts down only kernels it created itself; this one is ours. Left running, each
+        # notebook's kernel kept ~500 MB and its PyTorch threads for the rest of the session.
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
     return nb
 
 

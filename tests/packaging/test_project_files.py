@@ -186,7 +186,7 @@ def test_student_quick_start_provides_every_import_of_the_notebooks():
     assert match, "the student quick start must install the course with an extra: pip install -e \".[student]\""
     installed = _installed_closure([f"{PROJECT['name']}{match.group(1)}"])
     providers = importlib.metadata.packages_distributions()
-    own = set(tomllib.loads((conventions.REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    own = {name.split(".")[0] for name in _wheel_packages()}
     problems = []
     for path in sorted(conventions.NOTEBOOKS_DIR.glob("*/*.ipynb")):
         for module in sorted(_notebook_imports(path)):
@@ -246,3 +246,21 @@ def test_check_command_reports_and_fails_on_a_missed_mutant(monkeypatch, capsys)
     report.mutants = [caught]
     assert autograder_main(["check", "01_next_token"]) == 0
     assert autograder_main(["check", "no_such_assignment"]) == 2
+
+
+def _wheel_packages() -> list[str]:
+    """The packages a non-editable install of the course holds, as setuptools finds them from pyproject.toml."""
+    from setuptools import find_namespace_packages
+
+    config = tomllib.loads((conventions.REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return find_namespace_packages(where=str(conventions.REPO_ROOT), **config["packages"]["find"])
+
+
+def test_every_python_package_of_the_course_is_in_the_wheel():
+    """Simulated Colab (and any pip install that is not editable) gets only what the wheel holds: a
+    subpackage left out (autograder.judge once was) breaks self-grading there, and nowhere else."""
+    found = _wheel_packages()
+    for top in ("autograder", "utils"):
+        for init in sorted((conventions.REPO_ROOT / top).rglob("__init__.py")):
+            package = ".".join(init.parent.relative_to(conventions.REPO_ROOT).parts)
+            assert package in found, f"{package} would be left out of the wheel (pyproject.toml)"
