@@ -22,7 +22,7 @@ SUSPICIOUS_NAMES = {
     "get_ipython": "uses get_ipython",
 }
 SUSPICIOUS_ATTRIBUTES = {
-    "modules": "uses sys.modules", "settrace": "installs a trace hook", "setprofile": "installs a profile hook",
+    "settrace": "installs a trace hook", "setprofile": "installs a profile hook",
     "_getframe": "walks stack frames", "f_locals": "walks stack frames", "f_globals": "walks stack frames",
     "__code__": "rewrites code objects", "__globals__": "reaches function globals", "__closure__": "reaches closures",
     "input_transformers_cleanup": "installs input transformers", "input_transformers_post": "installs input transformers",
@@ -53,10 +53,38 @@ def flags_for(source: str) -> list[str]:
     except (ValueError, RecursionError, MemoryError):  # null bytes, nesting deeper than Python parses
         return ["code the grader could not parse"]
     imported = _imported_names(tree)
+    sys_names = _names_bound_to_sys(tree)
     found: list[str] = []
     for node in ast.walk(tree):
         found.extend(_node_flags(node, imported))
+        if _reaches_sys_modules(node, sys_names):
+            found.append("uses sys.modules")
     return sorted(set(found))
+
+
+def _names_bound_to_sys(tree: ast.AST) -> set[str]:
+    """``sys`` and every name an import binds to it (``import sys as s``)."""
+    names = {"sys"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.asname for alias in node.names if alias.name == "sys" and alias.asname)
+    return names
+
+
+def _reaches_sys_modules(node: ast.AST, sys_names: set[str]) -> bool:
+    """``sys.modules`` (or through an alias of sys), ``from sys import modules``, or ``.modules`` of a module
+    imported by a call (``importlib.import_module("sys").modules``). PyTorch's ``model.modules()`` is not."""
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "sys" and any(alias.name == "modules" for alias in node.names)
+    if not (isinstance(node, ast.Attribute) and node.attr == "modules"):
+        return False
+    value = node.value
+    if isinstance(value, ast.Name):
+        return value.id in sys_names
+    if isinstance(value, ast.Call):
+        called = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", None)
+        return called in {"import_module", "__import__"}
+    return False
 
 
 # Names of modules whose attributes an answer has no reason to assign, imported or not (``torch.x = ...``).

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from autograder import conventions
+from autograder.flags import flags_for
 from autograder.setup_cell import SETUP_GRADE_ID, setup_cell_source
 
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -91,6 +92,14 @@ def ends_in_a_value(source: str) -> bool:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "checks":
             return False
     return True
+
+
+def test_honest_answers_are_not_flagged(nb):
+    # The flags column asks a person to read the code; the course's own answers (and the code released
+    # inside answer cells, such as notebook 09's GPT) must leave it empty, or every honest row is flagged.
+    for exercise in conventions.exercises(nb):
+        source = conventions.strip_solution_markers(nb.cells[exercise.solution_index].source)
+        assert flags_for(source) == [], f"{exercise.name}: the solution's answer cell is flagged {flags_for(source)}"
 
 
 @pytest.mark.parametrize("source, echoes", [

@@ -40,6 +40,9 @@ def test_an_ordinary_answer_is_not_flagged():
     ("get_ipython()", "uses get_ipython"),
     # suspicious attributes
     ("import sys\nsys.modules.clear()", "uses sys.modules"),
+    ("import sys as s\ns.modules['torch'] = None", "uses sys.modules"),
+    ("from sys import modules", "uses sys.modules"),
+    ("importlib.import_module('sys').modules.pop('torch')", "uses sys.modules"),
     ("sys.settrace(None)", "installs a trace hook"),
     ("f = sys._getframe(1)", "walks stack frames"),
     ("f.__code__ = g.__code__", "rewrites code objects"),
@@ -68,6 +71,12 @@ def test_flags_are_sorted_and_each_given_once():
 
 def test_attributes_of_objects_that_are_not_modules_may_be_assigned():
     assert flags_for("import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.weight = None\nself.x = 1") == []
+
+
+def test_pytorch_modules_method_is_not_sys_modules():
+    # nn.Module.modules() walks a model's submodules: ordinary in an answer (notebook 09's own GPT cell uses it).
+    source = "for m in self.attn.modules():\n    pass\nlayers = list(model.modules())\nnn.Sequential().modules()"
+    assert flags_for(source) == []
 
 
 def test_code_that_cannot_be_scanned():
