@@ -102,3 +102,79 @@ def test_a_request_to_a_closed_pipe_says_the_process_had_exited(pipe):
     with pytest.raises(RunnerGone, match="had exited") as raised:
         Connection(Closed(), pipe[0]).request({}, 5)
     assert raised.value.status == Status.KERNEL_DIED
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 28: lines written onto the reply pipe are bounded before they are parsed. A stray line of tens
+# of MB (``[],[],...`` takes about twenty times its size as Python lists) once took a judge to 1.8 GB.
+
+def _written_in_a_thread(write_fd: int, data: bytes):
+    import threading
+
+    def write():
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view[:1 << 20]):]
+        except OSError:
+            pass   # the reader stopped reading: what the judge does with a line over the cap
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _peak_while(call):
+    """(what ``call`` raised, the peak of Python allocations it made, in MB)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(RunnerGone) as raised:
+            call()
+        return raised.value, tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_stray_line_of_tens_of_megabytes_is_a_protocol_error_without_being_parsed(pipe):
+    read_fd, write_fd = pipe
+    stray = b"[" + b"[]," * 10_000_000 + b"[]]\n"   # 30 MB; parsed, about 800 MB of lists
+    _written_in_a_thread(write_fd, stray + b'{"id": 1}\n')
+    error, peak = _peak_while(lambda: Connection(io.BytesIO(), read_fd).request({}, 30))
+    print(f"judge's Python allocations while reading a 30 MB stray line: peak {peak:.0f} MB")
+    assert error.status == Status.PROTOCOL_ERROR
+    assert str(error) == ("the student's process wrote a line of 28.6 MB that is not a reply to the grader "
+                          "(written onto the grader's channel?)")
+    assert peak < 160, f"the judge held {peak:.0f} MB for a 30 MB line (parsed, it takes about 800 MB)"
+
+
+def test_a_line_longer_than_a_message_is_cut_off_while_being_read(pipe, monkeypatch):
+    monkeypatch.setattr(wire, "MAX_MESSAGE_BYTES", 4 * 2**20)
+    read_fd, write_fd = pipe
+    thread = _written_in_a_thread(write_fd, b"x" * (64 * 2**20) + b"\n")
+    error, peak = _peak_while(lambda: Connection(io.BytesIO(), read_fd).request({}, 30))
+    print(f"judge's Python allocations while a 64 MB line arrives (cap 4 MB): peak {peak:.0f} MB")
+    assert (error.status, str(error)) == (Status.PROTOCOL_ERROR, "a reply was larger than the grader accepts")
+    assert peak < 20, f"the judge buffered {peak:.0f} MB of a line capped at 4 MB"
+    os.close(read_fd)
+    thread.join(5)
+
+
+def test_a_reply_with_too_many_values_is_refused_before_parsing(pipe, monkeypatch):
+    monkeypatch.setattr(transport, "MAX_REPLY_VALUES", 1000)
+    read_fd, write_fd = pipe
+    os.write(write_fd, b'{"value": [' + b"0," * 1000 + b'0], "id": 1}\n')
+    with pytest.raises(RunnerGone, match="a reply held more than 1,000 values") as raised:
+        Connection(io.BytesIO(), read_fd).request({}, 5)
+    assert raised.value.status == Status.PROTOCOL_ERROR
+    os.write(write_fd, b'{"value": [' + b"0," * 990 + b'0], "id": 1}\n')
+    assert len(Connection(io.BytesIO(), read_fd).request({}, 5)["value"]) == 991
+
+
+def test_many_medium_stray_lines_add_up_to_a_protocol_error(pipe, monkeypatch):
+    monkeypatch.setattr(transport, "MAX_STRAY_BYTES", 2 * 2**20)
+    read_fd, write_fd = pipe
+    _written_in_a_thread(write_fd, (b'"' + b"y" * 500_000 + b'"\n') * 5 + b'{"id": 1}\n')
+    with pytest.raises(RunnerGone, match="more than 2.0 MB of lines that are not a reply") as raised:
+        Connection(io.BytesIO(), read_fd).request({}, 30)
+    assert raised.value.status == Status.PROTOCOL_ERROR
