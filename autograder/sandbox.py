@@ -29,17 +29,21 @@ With bubblewrap (``--sandbox auto`` where it works, or ``bwrap``):
 
 Always (with or without bubblewrap): per process, limits on address space (``--memory-mb``), CPU
 time, file size and core dumps; per sandbox, a watch in the judge (``_watch_sandbox``, every
-``MEMORY_POLL_S`` = 0.1 s) that sums the resident memory and counts the tasks (processes and
-threads) of the runner and all its descendants and kills them all past ``--memory-mb`` or
-``SANDBOX_MAX_TASKS`` (64); the runner's standard error (its log, on the host) kept to
+``MEMORY_POLL_S`` = 0.1 s) that sums the memory of the runner and all its descendants
+(``memory_watch``: resident memory, ``memfd`` files held open, System V shared memory of the
+sandbox's own IPC namespace) and counts their tasks (processes and threads), and kills them all past
+``--memory-mb`` or ``SANDBOX_MAX_TASKS`` (64), saying why (``kernel died``, the detail names the
+memory and the limit); the runner's standard error (its log, on the host) kept to
 ``RUNNER_LOG_BYTES`` (1 MiB); a new session and a process-group kill when the notebook is done.
-With bubblewrap, ``RLIMIT_NPROC`` is also set to ``SANDBOX_MAX_TASKS``: inside the sandbox's own user
+System V segments die with the sandbox's IPC namespace; with ``--sandbox none`` the runner gets its
+own namespace where the kernel allows it (root), and otherwise the watch removes the segments its
+processes made. With bubblewrap, ``RLIMIT_NPROC`` is also set to ``SANDBOX_MAX_TASKS``: inside the sandbox's own user
 namespace the kernel (5.14+) counts only the sandbox's tasks, and refuses a fork past the cap, except
 when the grader runs as root (the kernel exempts the host's root user from ``RLIMIT_NPROC``: then only
-the watch holds). The bound on memory is therefore ``--memory-mb`` of resident memory for the whole
-sandbox, exceeded at most for 0.1 s (and then by at most ``SANDBOX_MAX_TASKS`` processes of
-``--memory-mb`` address space each), plus the two tmpfs (576 MB). cgroups are not used: a cgroup
-v2 limit would make the bound exact, and is not implemented yet.
+the watch holds). The bound on memory is therefore ``--memory-mb`` for the whole sandbox (resident,
+memfd and System V shared memory together), exceeded at most for 0.1 s (and then by at most
+``SANDBOX_MAX_TASKS`` processes of ``--memory-mb`` address space each), plus the two tmpfs (576 MB).
+cgroups are not used: a memory cgroup would make the bound exact, and is not implemented yet.
 
 Without bubblewrap the limits and the watch still apply but the file system, ``/tmp``, other
 processes and the network are shared: ``--sandbox none`` must be asked for explicitly (``auto``
@@ -379,7 +383,13 @@ def _limit_resources(limits: Limits):
         size = limits.max_file_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if limits.sandbox != "none":
+        if limits.sandbox == "none":
+            # System V segments then die with the runner, as in bubblewrap's --unshare-ipc (where the
+            # kernel allows it: root); otherwise the watch removes those its processes made.
+            from .memory_watch import new_ipc_namespace
+
+            new_ipc_namespace()
+        else:
             # Counted per user: inside the sandbox's own user namespace that is every process and
             # thread of this sandbox, and nothing else (Linux 5.14+ counts per namespace; without
             # capabilities it cannot be raised).
@@ -473,29 +483,37 @@ def _copy_capped(source: int, target: int, cap: int) -> None:
 
 
 def _watch_sandbox(process: subprocess.Popen, cap: int, max_tasks: int) -> None:
-    """Every ``MEMORY_POLL_S``, sum the resident memory and count the tasks (processes and threads) of
+    """Every ``MEMORY_POLL_S``, sum the memory (``memory_watch.SandboxMemory``: resident memory, memfds
+    held by descriptors, System V shared memory) and count the tasks (processes and threads) of
     ``process`` and all its descendants (every process of the sandbox); past ``cap`` bytes or
-    ``max_tasks``, kill them all. Pages shared between processes count once per process."""
+    ``max_tasks``, kill them all and say why in ``process.killed_for`` (the session reports it)."""
     import time
 
-    page = os.sysconf("SC_PAGE_SIZE")
-    while process.poll() is None:
-        pids = [process.pid] + _children(process.pid)
-        memory, tasks = 0, 0
-        for pid in pids:
-            try:
-                memory += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
-                tasks += int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[17])
-            except (OSError, ValueError, IndexError):
-                tasks += 1
-        if memory > cap or tasks > max_tasks:
-            for pid in reversed(pids):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            return
-        time.sleep(MEMORY_POLL_S)
+    from .memory_watch import SandboxMemory
+
+    watch = SandboxMemory()
+    try:
+        while process.poll() is None:
+            pids = [process.pid] + _children(process.pid)
+            memory, tasks = watch.total(pids)
+            if memory > cap or tasks > max_tasks:
+                process.killed_for = (f"the notebook's processes held {memory / 2**20:,.0f} MB of memory (resident, "
+                                      f"memfd and shared memory together), past the {cap / 2**20:,.0f} MB limit"
+                                      if memory > cap else f"the notebook started more than {max_tasks} processes "
+                                      "and threads")
+                _kill_all(pids)
+                return
+            time.sleep(MEMORY_POLL_S)
+    finally:
+        watch.remove_segments()
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in reversed(pids):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def kill_group(process: subprocess.Popen) -> None:

@@ -60,6 +60,7 @@ class Session:
         self.restarts = 0
         self.call_limit: tuple[float, str] | None = None
         self.trouble: str | None = None
+        self.untrusted_reports = ""   # why the runner's reports of unchanged inputs cannot be believed
 
     # -- the runner's life ---------------------------------------------------------------------
     def start(self) -> None:
@@ -89,6 +90,14 @@ class Session:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def _explained(self, gone: RunnerGone) -> RunnerGone:
+        """``gone``, with the watch's reason when the watch killed the runner (the sandbox's memory past the
+        limit, too many tasks): still ``kernel died``, the sandbox as a whole was stopped."""
+        reason = getattr(getattr(self, "process", None), "killed_for", None)
+        if gone.status == Status.KERNEL_DIED and isinstance(reason, str):
+            return RunnerGone(Status.KERNEL_DIED, f"stopped by the grader: {reason}")
+        return gone
+
     def _recover(self) -> None:
         try:
             self.restart()
@@ -104,6 +113,7 @@ class Session:
                 self.restart()
             reply = self.connection.request({"op": "run", "source": source}, limit_s)
         except RunnerGone as gone:
+            gone = self._explained(gone)
             self._recover()
             return CellOutcome([error_output(gone.status.title().replace(" ", ""), str(gone))], gone.status, str(gone))
         outcome = CellOutcome(_cell_outputs(reply))
@@ -132,6 +142,8 @@ class Session:
         """Send a call, return its value; raise what the student's code raised, or the test's failure
         (a timeout, an argument changed in place)."""
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
+        if sent is not None and self.untrusted_reports:
+            raise _check_failure(untrusted_message(label, self.untrusted_reports))
         reply = self._request(message, limit, what)
         if reply.get("ok") is True:
             return self._value(reply, label, sent)
@@ -149,6 +161,7 @@ class Session:
         try:
             return self.connection.request(message, limit)
         except RunnerGone as gone:
+            gone = self._explained(gone)
             self._recover()
             self.trouble = self.trouble or gone.status
             if gone.status == Status.TIMEOUT:
@@ -202,6 +215,13 @@ class Session:
         return outcome
 
 
+def untrusted_message(label: str, reasons: str) -> str:
+    """The failure of a call whose inputs-unchanged check rests on a report the notebook could forge."""
+    who = label[5:] if label.startswith("your ") else label
+    return (f"{who}: the grader cannot check that your code leaves its inputs unchanged ({reasons[:300]}), so every "
+            "check of unchanged inputs fails for this notebook.\nHint: remove that code (an answer never needs it).")
+
+
 def _printed(printed: io.StringIO) -> list:
     text = printed.getvalue()
     return [stream_output(text[:MAX_CELL_TEXT_CHARS])] if text else []
@@ -231,6 +251,7 @@ class AttachedSession(Session):
         self.call_limit = None
         self.trouble = None
         self.gone = False
+        self.untrusted_reports = ""
 
     def alive(self) -> bool:
         return not self.gone
