@@ -61,6 +61,7 @@ from .sandbox import Limits, check_runner_starts, use_bwrap
 from .setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
+from .tampering import TAMPERING, UNREAD, tampering_for
 from .text import clean_text
 
 STATE_FILE = "grading_state.json"
@@ -167,7 +168,13 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
             run_indices.append(index)   # the student's own cell (demo cells of the course are not re-run)
     cells = [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata)) for c in prepared.cells]
     job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
-                             str(files_dir) if files_dir else None, [str(p) for p in hide])
+                             str(files_dir) if files_dir else None, [str(p) for p in hide], _tampering(job.row.flags))
+
+
+def _tampering(flags: str) -> str:
+    """The tampering among the flags (``autograder.tampering``), for the judge: the runner's reports of
+    unchanged inputs are then not believed."""
+    return "; ".join(flag for flag in (flags or "").split("; ") if flag.startswith((TAMPERING + ": ", UNREAD + ": ")))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -211,21 +218,24 @@ def _answer_sources(nb, release) -> list[str]:
 
 
 def flag_sources(sources: list[str]) -> str:
-    """The flags of the student's code, parsing at most ``MAX_FLAGGED_CHARS`` in all (the grader's own process)."""
+    """The flags of the student's code, parsing at most ``MAX_FLAGGED_CHARS`` in all (the grader's own
+    process). Code not read in full may hide a reach into the grader: it is flagged ``UNREAD`` too,
+    so the judge does not believe the runner's reports (``_tampering``)."""
     found: set[str] = set()
     budget = MAX_FLAGGED_CHARS
     for source in sources:
         if len(source) > MAX_SCANNED_CHARS:
             found.update(flags_for(source))   # not parsed: flagged as too long to scan
+            found.add(f"{UNREAD}: a cell of {len(source) // 1000} kB")
             continue
         if len(source) > budget:
-            found.add("code too long to scan in full")
+            found.update(["code too long to scan in full", f"{UNREAD}: more than {MAX_FLAGGED_CHARS // 1000} kB of code"])
             continue
         budget -= len(source)
         try:
-            found.update(flags_for(source))
+            found.update(flags_for(source) + tampering_for(source))
         except Exception:  # noqa: BLE001 - a flag is advice; never a reason to stop
-            found.add("code the grader could not parse")
+            found.update(["code the grader could not parse", f"{UNREAD}: code the grader could not parse"])
     return "; ".join(sorted(found))
 
 

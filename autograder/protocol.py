@@ -126,11 +126,12 @@ class JudgeJob:
     limits: Limits
     submission_dir: str | None = None
     hide: list = field(default_factory=list)
+    untrusted_reports: str = ""   # why the runner's change reports cannot be believed (``tampering``), or ""
 
     def to_dict(self) -> dict:
         return {"cells": self.cells, "run_indices": self.run_indices, "answer_cells": self.answer_cells,
                 "cell_labels": self.cell_labels, "names": self.names, "limits": asdict(self.limits),
-                "submission_dir": self.submission_dir, "hide": self.hide}
+                "submission_dir": self.submission_dir, "hide": self.hide, "untrusted_reports": self.untrusted_reports}
 
     @classmethod
     def from_dict(cls, data) -> "JudgeJob":
@@ -142,9 +143,12 @@ class JudgeJob:
         limits = _limits(data.get("limits"))
         folder = data.get("submission_dir")
         _require(folder is None or type(folder) is str, "submission_dir must be a string or null")
+        untrusted = data.get("untrusted_reports", "")
+        _require(type(untrusted) is str, "untrusted_reports must be a string")
         return cls(cells, _int_list(data.get("run_indices"), "run_indices"),
                    _int_list(data.get("answer_cells", []), "answer_cells"), dict(labels),
-                   _str_list(data.get("names"), "names"), limits, folder, _str_list(data.get("hide", []), "hide"))
+                   _str_list(data.get("names"), "names"), limits, folder, _str_list(data.get("hide", []), "hide"),
+                   untrusted)
 
     def to_message(self, key: bytes) -> bytes:
         """The judge's standard input: the job and the key its result must be sealed with."""

@@ -72,6 +72,7 @@ def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeRe
         except START_FAILURES as error:
             return JudgeResult.failed(f"could not start the student's process: {error}"[:300])
         walk.timings[RUNNER_START] = time.perf_counter() - started
+        space.session.untrusted_reports = job.untrusted_reports
         if space.started_ahead_s is not None:
             walk.timings[RUNNER_STARTED_AHEAD] = space.started_ahead_s
         for index, cell in enumerate(job.cells):

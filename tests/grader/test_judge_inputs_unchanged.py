@@ -237,6 +237,22 @@ STUDENTS = {
     "double_through_a_view": ({"double": "import torch\ndef double(x):\n    y = x.view(-1)\n    y *= 2\n    return x"}, 3),
     "scale_copies": ({"scale_": "import torch\ndef scale_(x, factor):\n    x = x * factor"}, 4),
 }
+# Issue 28: code that mutates its input and replaces the runner's change report in its own process. The
+# grader reads the source (``autograder.tampering``) and fails every inputs-unchanged check of the
+# notebook, so the forgery costs what mutating costs, at least; scale_'s tests (the opt-out) still run.
+FORGED_DOUBLE = "import torch\n{forge}\ndef double(x):\n    x.mul_(2)\n    return x"
+FORGERIES = {
+    "forges_by_import": "import autograder.kernel_agent as agent\nagent.changed_arguments = lambda *a, **k: []",
+    "forges_through_sys_modules": ("import sys\nsys.modules['autograder.' + 'kernel_agent'].changed_arguments = "
+                                   "lambda *a, **k: []"),
+    "forges_through_the_garbage_collector": (
+        "import gc\nfor thing in gc.get_objects():\n    if type(thing).__name__ == 'Agent':\n"
+        "        thing.handle.__func__.__globals__['changed_arguments'] = lambda *a, **k: []"),
+    "forges_behind_a_magic": ("%time pass\nimport sys as s\nfor m in list(s.modules.values()):\n"
+                              "    if hasattr(m, 'changed_arguments'):\n        m.changed_arguments = lambda *a, **k: []"),
+}
+STUDENTS.update({name: ({"double": FORGED_DOUBLE.format(forge=forge)}, 3) for name, forge in FORGERIES.items()})
+STUDENTS["correct_classmate"] = ({}, 6)
 
 
 @pytest.mark.slow
@@ -268,3 +284,9 @@ def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
     assert "white-space: pre-wrap" in page and "<script" not in page
     with open(out / "grades.csv", newline="") as handle:
         assert {r["student_id"]: r["score"] for r in csv.DictReader(handle)}["double_in_place"] == "3"
+    for student in FORGERIES:
+        assert "reaches into the grader's machinery" in rows[student].flags, (student, rows[student].flags)
+        page = (out / "feedback" / student / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+        said = "double: the grader cannot check that your code leaves its inputs unchanged (reaches into the grader"
+        assert said in page or said.replace("'", "&#x27;") in page, student
+    assert rows["correct"].flags == "" and rows["correct_classmate"].flags == ""
