@@ -52,6 +52,9 @@ def _add_grade(commands) -> None:
                               help=f"seconds one notebook may run (default {Limits.notebook_timeout_s})")
     grade_parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
                               help=f"memory limit of one notebook's kernel (default {Limits.memory_mb})")
+    grade_parser.add_argument("--host-memory-mb", type=int, default=None,
+                              help="what all notebooks graded at once may hold together (default: 80%% of the host's "
+                                   "memory); fewer workers run when their bounds would add up to more")
     grade_parser.add_argument("--student", action="append", help="grade only this student (repeatable); others keep earlier results")
     grade_parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     grade_parser.add_argument("--force", action="store_true", help="regrade even submissions unchanged since the last run")
@@ -146,6 +149,7 @@ def run_grade(args, parser) -> int:
         return 1
     try:
         rows = grade(args.submissions, args.out, workers=args.workers, limits=limits, force=args.force,
+                     host_memory_mb=args.host_memory_mb,
                      students=set(args.student) if args.student else None,
                      assignments=set(args.assignment) if args.assignment else None, shard=shard,
                      **({"solutions_dir": args.solutions.resolve()} if args.solutions else {}))

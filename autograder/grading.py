@@ -54,6 +54,7 @@ from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, re
 from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
                      Unreadable, discover, name_problem, no_submissions_message, read_submission, stage_files)
 from .judge_client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
+from .memory_watch import workers_within
 from .protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
 from .repair import repair
 from .report import GradeRow, write_csv
@@ -61,7 +62,7 @@ from .sandbox import Limits, check_runner_starts, use_bwrap
 from .setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
-from .tampering import TAMPERING, UNREAD, tampering_for
+from .tampering import TAMPERING, tampering_for
 from .text import clean_text
 
 STATE_FILE = "grading_state.json"
@@ -69,6 +70,8 @@ STATUSES = JUDGE_STATUSES   # what a judge may report
 GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
 MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
 MAX_EXTRA_MARKDOWN_CHARS = 200_000
+# Flags saying code was not read in full (``flags_for``, ``flag_sources``): it may hide a reach into the grader.
+UNREAD = ("code cell too long to scan", "code too long to scan in full", "code the grader could not parse")
 
 
 @dataclass
@@ -172,9 +175,9 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
 
 
 def _tampering(flags: str) -> str:
-    """The tampering among the flags (``autograder.tampering``), for the judge: the runner's reports of
-    unchanged inputs are then not believed."""
-    return "; ".join(flag for flag in (flags or "").split("; ") if flag.startswith((TAMPERING + ": ", UNREAD + ": ")))
+    """The flags that make the runner's reports of unchanged inputs unbelievable, for the judge: a reach
+    into the grader's machinery (``autograder.tampering``), or code not read in full (it may hide one)."""
+    return "; ".join(flag for flag in (flags or "").split("; ") if flag.startswith((TAMPERING + ": ",) + UNREAD))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,24 +221,21 @@ def _answer_sources(nb, release) -> list[str]:
 
 
 def flag_sources(sources: list[str]) -> str:
-    """The flags of the student's code, parsing at most ``MAX_FLAGGED_CHARS`` in all (the grader's own
-    process). Code not read in full may hide a reach into the grader: it is flagged ``UNREAD`` too,
-    so the judge does not believe the runner's reports (``_tampering``)."""
+    """The flags of the student's code, parsing at most ``MAX_FLAGGED_CHARS`` in all (the grader's own process)."""
     found: set[str] = set()
     budget = MAX_FLAGGED_CHARS
     for source in sources:
         if len(source) > MAX_SCANNED_CHARS:
             found.update(flags_for(source))   # not parsed: flagged as too long to scan
-            found.add(f"{UNREAD}: a cell of {len(source) // 1000} kB")
             continue
         if len(source) > budget:
-            found.update(["code too long to scan in full", f"{UNREAD}: more than {MAX_FLAGGED_CHARS // 1000} kB of code"])
+            found.add("code too long to scan in full")
             continue
         budget -= len(source)
         try:
             found.update(flags_for(source) + tampering_for(source))
         except Exception:  # noqa: BLE001 - a flag is advice; never a reason to stop
-            found.update(["code the grader could not parse", f"{UNREAD}: code the grader could not parse"])
+            found.add("code the grader could not parse")
     return "; ".join(sorted(found))
 
 
@@ -263,7 +263,8 @@ class _Plan:
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
           solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True,
           students: set[str] | None = None, assignments: set[str] | None = None,
-          force: bool = False, shard: Shard | None = None, judges_ahead: bool = True) -> list[GradeRow]:
+          force: bool = False, shard: Shard | None = None, judges_ahead: bool = True,
+          host_memory_mb: int | None = None) -> list[GradeRow]:
     """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``.
 
     ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
@@ -272,6 +273,9 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     submissions that shard owns (``autograder/shards.py``) and marks ``out_dir`` finished at the end.
     ``judges_ahead``: start each worker's next judge and runner while it grades a notebook
     (``JudgesAhead``; off, each starts when its job comes, as the benchmark compares).
+    ``host_memory_mb``: what all notebooks graded at once may hold together (default 80% of the host's
+    memory); fewer than ``workers`` run at once when their bounds would add up to more, and a line on
+    standard error says so (``memory_watch.workers_within``).
     Raises ``NoSubmissions`` (writing nothing) when no folder is laid out as
     ``<student>/<assignment>/<notebook>.ipynb``.
 
@@ -285,7 +289,9 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     submissions_dir, out_dir = Path(submissions_dir).resolve(), Path(out_dir).resolve()
     known, found, misplaced = _find_submissions(submissions_dir, Path(solutions_dir))
     hide = [out_dir, submissions_dir, Path(solutions_dir).resolve(), conventions.REPO_ROOT]
-    use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
+    workers, note = workers_within(workers, host_memory_mb, limits.memory_mb, use_bwrap(limits))  # bwrap refused now
+    if note:
+        print(f"grade: {note}", file=sys.stderr)
     check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
     course = _open_course(out_dir, Path(solutions_dir), hide)
     state_path = out_dir / STATE_FILE

@@ -9,6 +9,7 @@ finds a place: a submission to grade, or a row saying why it cannot be (``mispla
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -19,6 +20,7 @@ import nbformat
 import nbformat.reader
 
 from . import conventions
+from .notebook_bounds import NotebookTooBig, read_bounded
 from .protocol import Status
 from .report import GradeRow
 from .text import clean_text, valid_unicode
@@ -151,7 +153,7 @@ def _differs_from_release(path: Path, release) -> bool:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
             return False
-        nb = nbformat.read(str(path), as_version=4)
+        nb, _ = read_bounded(path.read_bytes())
         answers = [str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)]
         if answers:  # the answer cells, compared with the release's stubs
             return any(a not in {c.source.strip() for c in release.cells if conventions.is_solution_cell(c)} for a in answers)
@@ -188,8 +190,8 @@ def read_submission(folder: Path, assignment: conventions.Assignment, release=No
         raise Unreadable(Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
     path, note = (notebook, "") if notebook is not None else _find_notebook(folder, assignment.source_path.name, release)
     _check_notebook_file(path, folder)
-    nb = _parse_notebook(path)
-    notes = [note] if note else []
+    nb, dropped = _parse_notebook(path)
+    notes = ([note] if note else []) + dropped
     try:
         fixed, replaced = valid_unicode(nb)
     except RecursionError:
@@ -215,10 +217,14 @@ def _check_notebook_file(path: Path, folder: Path) -> None:
 
 
 def _parse_notebook(path: Path):
-    """The notebook at ``path``, read and validated by nbformat; ``Unreadable`` with nbformat's first line otherwise."""
+    """The notebook at ``path``, read within the grader's memory bound (``notebook_bounds``: outputs and
+    attachments dropped before nbformat builds anything) and validated by nbformat, with notes on what
+    was dropped; ``Unreadable`` with the reason (nbformat's first line) otherwise."""
     try:
-        nb = nbformat.read(str(path), as_version=4)
-    except nbformat.reader.NotJSONError:
+        nb, notes = read_bounded(path.read_bytes())
+    except NotebookTooBig as error:
+        raise Unreadable(Status.INVALID_NOTEBOOK, str(error)) from None
+    except (json.JSONDecodeError, nbformat.reader.NotJSONError):
         raise Unreadable(Status.INVALID_NOTEBOOK, "the file is not valid JSON (damaged or truncated?)") from None
     except Exception as error:  # noqa: BLE001 - any unreadable file is an invalid notebook
         raise Unreadable(Status.INVALID_NOTEBOOK, f"unreadable: {type(error).__name__}") from None
@@ -227,7 +233,7 @@ def _parse_notebook(path: Path):
     except Exception as error:  # noqa: BLE001
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise Unreadable(Status.INVALID_NOTEBOOK, f"not a valid notebook: {first[:100]}") from None
-    return nb
+    return nb, notes
 
 
 def stage_files(folder: Path, target: Path) -> list[str]:

@@ -143,3 +143,48 @@ def _segment_rows() -> list[tuple[int, int, int]]:
         except (IndexError, ValueError):
             continue
     return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# The sum across workers: each notebook is bounded, so the batch is bounded by how many run at once.
+
+JUDGE_MB = 512          # one judge process (Python, PyTorch, the test's own tensors), not student code
+AHEAD_MB = 1024         # the next judge and runner a worker starts ahead (imports only, no student code)
+HOST_SHARE = 0.8        # of the host's memory, the default budget of a batch
+
+
+def host_memory_mb() -> int:
+    """The host's memory (``MemTotal``), in MB; 0 when it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def notebook_bound_mb(memory_mb: int, isolated: bool) -> int:
+    """The most host memory one notebook being graded can hold: its sandbox (``--memory-mb``, plus the
+    sandbox's tmpfs with bubblewrap), its judge, and the judge and runner started ahead of the next."""
+    from .sandbox import SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES
+
+    tmpfs = (SANDBOX_TMP_BYTES + SANDBOX_SHM_BYTES) // 2**20 if isolated else 0
+    return memory_mb + tmpfs + JUDGE_MB + AHEAD_MB
+
+
+def workers_within(workers: int, budget_mb: int | None, memory_mb: int, isolated: bool) -> tuple[int, str]:
+    """How many notebooks may be graded at once so that their bounds add up to at most ``budget_mb``
+    (default ``HOST_SHARE`` of the host's memory), at least one; and a note when that is fewer than
+    ``workers`` (empty otherwise)."""
+    budget = budget_mb if budget_mb is not None else int(host_memory_mb() * HOST_SHARE)
+    if budget <= 0:
+        return workers, ""
+    each = notebook_bound_mb(memory_mb, isolated)
+    allowed = max(1, min(workers, budget // each))
+    if allowed == workers:
+        return workers, ""
+    over = " (one notebook alone may exceed it: lower --memory-mb)" if budget < each else ""
+    return allowed, (f"grading {allowed} notebook(s) at once instead of {workers}: each may hold up to {each:,} MB "
+                     f"(--memory-mb {memory_mb:,} and the sandbox's tmpfs, its judge, the next one started ahead), "
+                     f"and the host's budget is {budget:,} MB (--host-memory-mb){over}")

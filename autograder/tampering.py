@@ -17,8 +17,8 @@ the grader reads the submitted source, outside it, for the routes to the runner'
 * code the grader cannot read: ``exec``, ``eval``, ``compile``, ``__import__``, ``import_module`` of a
   name built at run time.
 
-Each finding is a flag starting ``TAMPERING`` (code not read in full, ``UNREAD``: it may hide one);
-``prepare_job`` hands them to the judge, which then
+Each finding is a flag starting ``TAMPERING``; ``prepare_job`` hands them to the judge (with the flags
+saying code was not read in full, ``grading.UNREAD``: it may hide one), which then
 fails every call whose verdict needs the runner's change report (``Session.untrusted_reports``).
 What this cannot prove (autograder/README.md, "Threat model"): a route it does not list (a library
 function that returns a module object and is then written through a name bound at run time, data
@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 
 TAMPERING = "reaches into the grader's machinery"
-UNREAD = "code the grader could not read in full"   # too long or unparsable: it may hide any of the above
 GRADER_PACKAGES = ("autograder",)
 GRADER_WORDS = ("autograder", "kernel_agent", "changed_arguments")
 INTERNALS = {"__code__", "__globals__", "__closure__", "__builtins__", "__subclasses__", "f_globals", "f_locals",
@@ -49,7 +48,7 @@ def tampering_for(source: str) -> list[str]:
     except SyntaxError:
         return []
     except (ValueError, RecursionError, MemoryError):   # null bytes, nesting deeper than Python parses
-        return [f"{UNREAD}: code the grader could not parse"]
+        return []   # flagged by ``flags_for`` as code the grader could not parse (``grading.UNREAD``)
     mark_membership_tests(tree)
     modules = _module_names(tree)
     found: set[str] = set()

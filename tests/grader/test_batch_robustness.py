@@ -337,7 +337,8 @@ def test_flagging_is_bounded_for_huge_and_deeply_nested_cells():
     assert grading.flag_sources(["import gc\n", "y = " + "(" * 50 + "1" + ")" * 50]) == "uses gc"
     assert grading.flag_sources(["y = " + "[" * 5000 + "]" * 5000]) == ""   # too deep for Python: not a crash
     # 1 MB parsed in all: a long cell first hides nothing after it; cells past the budget are flagged.
-    assert grading.flag_sources(["x = 1\n" * 500_000, "import ctypes\n"]) == "code cell too long to scan (3000 kB); uses ctypes"
+    assert grading.flag_sources(["x = 1\n" * 500_000, "import ctypes\n"]) == (
+        "code cell too long to scan (3000 kB); reaches into the grader's machinery: imports ctypes; uses ctypes")
     assert grading.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n"]) == "code too long to scan in full; uses gc"
     assert grading.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n" * 5_000]) == "code too long to scan in full"
 
