@@ -75,11 +75,11 @@ class SandboxMemory:
 
     def _segments(self, pids: list[int]) -> int:
         """Bytes of System V shared memory the sandbox holds."""
-        if not self.joined:
+        if self.shared_namespace:   # until the sandbox's own namespace is seen (then joined once, or not at all)
             self._join(pids)
+        if not self.shared_namespace:   # its own namespace: all of it, if this thread could join it
+            return sum(rss for _, _, rss in _segment_rows()) if self.joined else 0
         rows = _segment_rows()
-        if not self.shared_namespace:
-            return sum(rss for _, _, rss in rows)
         mine = set(pids)
         self.created.update(ident for ident, creator, _ in rows if creator in mine)
         return sum(rss for ident, _, rss in rows if ident in self.created)
