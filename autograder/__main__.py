@@ -36,8 +36,11 @@ def _add_build(commands) -> None:
 
 
 def _add_selfgrade(commands) -> None:
-    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook, then grade it with every test (self-study)")
-    selfgrade_parser.add_argument("notebook", type=Path)
+    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook (or every notebook in a folder), then "
+                                           "grade it with every test (self-study)")
+    selfgrade_parser.add_argument("notebook", type=Path, help="a notebook, or a folder: every notebook in it and a "
+                                  "progress table across the course")
+    selfgrade_parser.add_argument("--html", type=Path, help="with a folder: also write the progress as a page with a figure")
     selfgrade_parser.add_argument("--assignment", help="assignment name (default: the notebook's folder name)")
 
 
@@ -205,8 +208,12 @@ def run_report(args, parser) -> int:
 def run_selfgrade(args, parser) -> int:
     from .selfgrade import grade_saved_notebook
 
+    if args.notebook.is_dir():
+        from .selfgrade_progress import grade_folder
+
+        return grade_folder(args.notebook, args.html)
     if not args.notebook.is_file():
-        parser.error(f"{args.notebook} is not a notebook file")
+        parser.error(f"{args.notebook} is not a notebook file or a folder")
     return grade_saved_notebook(args.notebook, args.assignment)
 
 

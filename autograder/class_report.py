@@ -42,15 +42,17 @@ EXAMPLES = 2
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _QUOTED_NAME = re.compile(r"(['\"`])[A-Za-z_][\w.]*\1")
 _NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_NUMBER_RUN = re.compile(r"#(?:[\s,;:()\[\]]*#)+")
+_NUMBER_RUN = re.compile(r"#(?:[\s,;:()\[\]]*#)*(?:\s*,)?")
 _SPACES = re.compile(r"\s+")
 
 
 def message_pattern(message: str, student_id: str = "") -> str:
-    """The message with what varies between students taken out: their id, numbers (runs of numbers,
-    as in a printed tensor, become one ``#``) and quoted identifiers (``'x'``, ``"x"``, ``x``` ``)."""
-    text = message.replace(student_id, "<student>") if student_id else message
-    text = _QUOTED_NAME.sub("'…'", _HEX.sub("#", text))
+    """The message with what varies between students taken out: numbers (a run of numbers, as in a
+    printed tensor or shape, becomes one ``#``), quoted identifiers (``'x'``, ``"x"``, ```x```) and
+    the student's own id."""
+    text = _QUOTED_NAME.sub("'…'", _HEX.sub("#", message))
+    if len(student_id) >= 3:   # a whole word only: the id "ada" is not taken out of "adam"
+        text = re.sub(rf"(?<!\w){re.escape(student_id)}(?!\w)", "<student>", text)
     text = _NUMBER_RUN.sub("#", _NUMBER.sub("#", text))
     return _SPACES.sub(" ", text).strip()
 
@@ -84,7 +86,7 @@ def build_report(out_dir: Path, solutions_dir: Path | None = None, mutants_dir: 
     mutants_dir = Path(mutants_dir) if mutants_dir else solutions_dir.parent / "mutants"
     rows = read_rows(out_dir / "grades.csv")
     known = {a.name: a for a in conventions.assignments(solutions_dir)} if solutions_dir.is_dir() else {}
-    submissions = read_submissions(out_dir, rows, known)
+    submissions = read_submissions(out_dir, rows)
     assignments = []
     for name in sorted({s.row.assignment for s in submissions.values() if s.row.score is not None}):
         cells = exercise_cells(known.get(name), submissions, name)
@@ -106,14 +108,14 @@ def read_rows(path: Path) -> list[GradeRow]:
         return [GradeRow.from_dict(data) for data in csv.DictReader(handle)]
 
 
-def read_submissions(out_dir: Path, rows: list[GradeRow], known: dict) -> dict:
+def read_submissions(out_dir: Path, rows: list[GradeRow]) -> dict:
     """Every row with its cells' points (gradebook), failed cells' messages (autograded notebook) and feedback pages."""
     found = {(r.student_id, r.assignment): Submission(r) for r in rows}
     _read_points(out_dir / "gradebook.db", found)
     for (student, assignment), submission in found.items():
-        if assignment in known:
-            notebook = known[assignment].source_path.name
-            submission.messages = failed_messages(out_dir / "course" / "autograded" / student / assignment / notebook)
+        autograded = out_dir / "course" / "autograded" / student / assignment
+        for notebook in sorted(autograded.glob("*.ipynb")) if autograded.is_dir() else []:
+            submission.messages.update(failed_messages(notebook))
         folder = out_dir / "feedback" / student / assignment
         submission.feedback = sorted(p.relative_to(out_dir).as_posix() for p in folder.glob("*.html")) if folder.is_dir() else []
     return found

@@ -22,6 +22,12 @@ def _figure(width: float, height: float):
     return figure
 
 
+def _whole_counts(axes) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axes.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+
+
 def _png(figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata=_METADATA)
@@ -39,6 +45,7 @@ def histogram_png(histogram: list[list[float]], max_points: float) -> str:
     axes.set_xticks(values, [f"{v:g}" for v in values], fontsize=6)
     axes.tick_params(axis="y", labelsize=6)
     axes.set_ylim(0, max(counts + [1]) * 1.1)
+    _whole_counts(axes)
     axes.spines[["top", "right"]].set_visible(False)
     axes.set_xlabel("points", fontsize=6, labelpad=1)
     return _png(figure)
@@ -51,7 +58,7 @@ def lost_points_png(hardest: list[dict], limit: int = 15) -> str:
     axes = figure.add_axes((0.38, 0.12 + 0.1 / max(len(shown), 1), 0.58, 0.8))
     labels = [f"{e['assignment']}: {e['exercise']}" for e in shown]
     shares = [100 * e["lost"] / (e["max_points"] * e["students"]) if e["max_points"] and e["students"] else 0 for e in shown]
-    axes.barh(range(len(shown)), shares, color=_LOST)
+    axes.barh(range(len(shown)), shares, color=_LOST, height=0.6)
     axes.set_yticks(range(len(shown)), labels, fontsize=7)
     axes.invert_yaxis()
     axes.set_xlim(0, 100)
@@ -73,5 +80,21 @@ def totals_png(percentages: list[float]) -> str:
     axes.tick_params(axis="y", labelsize=7)
     axes.set_xlim(0, 100)
     axes.set_xlabel("total, % of the points available", fontsize=7)
+    axes.set_ylabel("students", fontsize=7)
+    _whole_counts(axes)
+    axes.spines[["top", "right"]].set_visible(False)
+    return _png(figure)
+
+
+def progress_png(notebooks: list[str], percentages: list[float]) -> str:
+    """One student's progress: the share of each notebook's points earned (self-study)."""
+    figure = _figure(6.0, 0.6 + 0.28 * max(len(notebooks), 1))
+    axes = figure.add_axes((0.3, 0.12 + 0.1 / max(len(notebooks), 1), 0.64, 0.8))
+    axes.barh(range(len(notebooks)), percentages, color=[_BAR if p >= 100 else _LOST for p in percentages])
+    axes.set_yticks(range(len(notebooks)), notebooks, fontsize=7)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("% of the notebook's points", fontsize=7)
+    axes.tick_params(axis="x", labelsize=7)
     axes.spines[["top", "right"]].set_visible(False)
     return _png(figure)
