@@ -8,10 +8,11 @@ same, one self-contained page: ``class_report_page.py``):
 
 * per assignment and exercise: the points distribution, the share of full, partial and zero marks,
   the median, and the exercises ordered by how many points the class lost;
-* the failures grouped: the students whose first failing test of an exercise gave the same message,
-  once numbers and quoted names are taken out (``message_pattern``), form one group; a group whose
-  message is the one a named mutant gives against the solution (``mutant_messages.py``) is labelled
-  with that mistake;
+* the failures grouped: the students whose failing tests of an exercise gave the same messages, once
+  numbers and quoted names are taken out (``message_pattern``), form one group; a group whose
+  messages are those a named mutant gives against the solution (``mutant_messages.py``) is labelled
+  with that mistake (students whose messages are exactly a mutant's are set apart with its name, so
+  two mistakes that read alike once numbers are gone are still told apart);
 * the submissions that did not run cleanly (timeout, kernel died, invalid notebook, misplaced ...);
 * per student: total, rank, what they missed, and their feedback pages (relative links).
 
@@ -67,7 +68,8 @@ def printable(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 class ExerciseCells:
     name: str
     cells: list[str]                                   # grade ids, in notebook order
-    failures: dict = field(default_factory=dict)       # (grade_id, pattern) -> mutants failing that way first
+    failures: dict = field(default_factory=dict)       # ((grade_id, pattern), ...) -> mutants failing so
+    exact: dict = field(default_factory=dict)          # ((grade_id, message), ...) -> mutants failing exactly so
 
 
 @dataclass
@@ -177,22 +179,24 @@ def exercise_cells(assignment: conventions.Assignment | None, submissions: dict,
     return [ExerciseCells(exercise, sorted(cells, key=lambda c: ("_hidden" in c, c))) for exercise, cells in sorted(by_name.items())]
 
 
-def first_failure(cells: list[str], messages: dict, student_id: str = "") -> tuple[str, str] | None:
-    """``(grade_id, pattern)`` of the first of ``cells`` that failed with a message."""
-    for grade_id in cells:
-        if grade_id in messages:
-            return grade_id, message_pattern(messages[grade_id], student_id)
-    return None
+def signature(cells: list[str], messages: dict, student_id: str = "") -> tuple[tuple, tuple]:
+    """How an exercise failed: ``(grade_id, pattern)`` and ``(grade_id, message)`` for each of ``cells``
+    that failed with a message, in order (both empty when none did)."""
+    failed = [grade_id for grade_id in cells if grade_id in messages]
+    return (tuple((g, message_pattern(messages[g], student_id)) for g in failed),
+            tuple((g, messages[g].strip()) for g in failed))
 
 
 def label_failures(cells: list[ExerciseCells], mutants: list[MutantFailure]) -> None:
-    """Each exercise learns how each of its mutants fails first (the key a group of students is matched on)."""
+    """Each exercise learns how each of its mutants fails: the patterns and the exact messages of its
+    failing tests (the keys a group of students is matched on)."""
     by_name = {e.name: e for e in cells}
     for mutant in mutants:
         exercise = by_name.get(mutant.exercise)
-        key = first_failure(exercise.cells, dict(mutant.failures)) if exercise else None
-        if key is not None:
-            exercise.failures.setdefault(key, []).append(mutant)
+        patterns, exact = signature(exercise.cells, dict(mutant.failures)) if exercise else ((), ())
+        if patterns:
+            exercise.failures.setdefault(patterns, []).append(mutant)
+            exercise.exact.setdefault(exact, []).append(mutant)
 
 
 def assignment_section(name: str, cells: list[ExerciseCells], submissions: list[Submission]) -> dict:
@@ -226,23 +230,26 @@ def histogram(values: list[float], cell_points: list[float]) -> list[list[float]
 
 
 def failure_groups(exercise: ExerciseCells, lost: list[Submission]) -> list[dict]:
-    """The students who lost points, grouped by their first failing test and its message's pattern."""
+    """The students who lost points, grouped by the patterns of their failing tests' messages; a group
+    is named by the mutants failing with the very same messages, else with the same patterns."""
     groups: dict = {}
     for submission in lost:
         row = submission.row
-        key = first_failure(exercise.cells, submission.messages, row.student_id) or ("", no_message(row))
-        groups.setdefault(key, []).append(submission)
+        patterns, exact = signature(exercise.cells, submission.messages, row.student_id)
+        named = tuple(m.mutant for m in exercise.exact.get(exact, [])) if patterns else ()
+        groups.setdefault((patterns or (("", no_message(row)),), named), []).append(submission)
+    by_name = {m.mutant: m for mutants in exercise.exact.values() for m in mutants}
     found = []
-    for (grade_id, pattern), members in groups.items():
-        first = members[0]
-        mutants = exercise.failures.get((grade_id, pattern), [])
-        found.append({"test": grade_id, "pattern": pattern, "count": len(members),
+    for (patterns, named), members in groups.items():
+        grade_id, pattern = patterns[0]
+        mutants = [by_name[name] for name in named] or exercise.failures.get(patterns, [])
+        found.append({"test": grade_id, "pattern": pattern, "tests": [g for g, _ in patterns if g], "count": len(members),
                       "mistake": " / ".join(sorted({m.mistake.rstrip(".") for m in mutants})) or None,
                       "mutants": sorted(m.mutant for m in mutants),
-                      "message": printable(first.messages[grade_id] if grade_id else pattern),
+                      "message": printable(members[0].messages[grade_id] if grade_id else pattern),
                       "examples": [clean_text(m.row.student_id) for m in members[:EXAMPLES]],
                       "students": [clean_text(m.row.student_id) for m in members]})
-    return sorted(found, key=lambda g: (-g["count"], g["test"], g["pattern"]))
+    return sorted(found, key=lambda g: (-g["count"], g["test"], g["pattern"], g["mutants"]))
 
 
 def no_message(row: GradeRow) -> str:

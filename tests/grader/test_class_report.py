@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 
 from autograder import conventions, submissions
-from autograder.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern, write_report
+from autograder.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern
 from autograder.class_report_page import render_page
 from autograder.grading import grade
 from autograder.sandbox import Limits
-from autograder.shards import Shard, merge
+from autograder.shards import Shard
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
@@ -75,16 +75,22 @@ def graded(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("class")
     submitted = make_class(root)
     limits = Limits(cell_timeout_s=3, notebook_timeout_s=300, sandbox=TEST_SANDBOX)
-    options = dict(workers=2, progress=False, solutions_dir=root / "solutions", limits=limits)
-    grade(submitted, root / "single", **options)
-    write_report(root / "single")
+    _command("grade", str(submitted), "--out", str(root / "single"), "--solutions", str(root / "solutions"),
+             "--cell-timeout", "3", "--notebook-timeout", "300", "--sandbox", TEST_SANDBOX, "--workers", "2",
+             "--allow-self-grading-bundles", "--report")
     for index in range(3):
-        grade(submitted, root / f"shard-{index}", shard=Shard(index, 3), **options)
-    merge([root / f"shard-{index}" for index in range(3)], root / "merged")
-    done = subprocess.run([sys.executable, "-m", "autograder", "report", str(root / "merged")],
-                          capture_output=True, text=True, cwd=conventions.REPO_ROOT, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+        grade(submitted, root / f"shard-{index}", shard=Shard(index, 3), workers=2, progress=False,
+              solutions_dir=root / "solutions", limits=limits)
+    _command("merge", *(str(root / f"shard-{index}") for index in range(3)), "--out", str(root / "merged"), "--report")
     return root
+
+
+def _command(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
+                          cwd=conventions.REPO_ROOT, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Report: " in done.stdout, done.stdout[-2000:]
+    return done.stdout
 
 
 def _report(out: Path) -> dict:
@@ -138,6 +144,16 @@ def test_the_numbers_are_exactly_what_was_planted(graded):
 def test_three_merged_shards_give_the_same_report(graded):
     assert _report(graded / "merged") == _report(graded / "single")
     assert (graded / "merged" / REPORT_HTML).read_bytes() == (graded / "single" / REPORT_HTML).read_bytes()
+
+
+@pytest.mark.slow
+def test_the_report_command_gives_the_same_page_again_from_its_cache(graded, tmp_path):
+    before = (graded / "single" / REPORT_HTML).read_bytes()
+    cache = sorted((graded / "single" / "report_cache").iterdir())
+    assert [p.name for p in cache] == ["mutants-01_fixture.json"]
+    stamp = cache[0].stat().st_mtime_ns
+    _command("report", str(graded / "single"))
+    assert (graded / "single" / REPORT_HTML).read_bytes() == before and cache[0].stat().st_mtime_ns == stamp
 
 
 class _Elements(HTMLParser):
@@ -283,3 +299,22 @@ def test_report_command_refuses_a_folder_without_grades(tmp_path):
     done = subprocess.run([sys.executable, "-m", "autograder", "report", str(tmp_path)], capture_output=True, text=True,
                           cwd=conventions.REPO_ROOT, timeout=120)
     assert done.returncode == 2 and "holds no grades.csv" in done.stderr
+
+
+def test_mistakes_that_read_alike_without_numbers_are_told_apart_by_their_exact_messages():
+    from autograder.class_report import ExerciseCells, Submission, failure_groups, label_failures
+    from autograder.mutant_messages import MutantFailure
+    from autograder.report import GradeRow
+
+    transposed = MutantFailure("f", "f__transposed", "Stores counts[next, previous].", [("test_f", "CheckFailure: expected 1 at [0, 2], got 0")])
+    rolls = MutantFailure("f", "f__rolls", "Pairs the last token with the first.", [("test_f", "CheckFailure: expected 0 at [3, 0], got 1")])
+    cells = [ExerciseCells("f", ["test_f", "test_f_hidden"])]
+    label_failures(cells, [transposed, rolls])
+    students = {"a": transposed.failures[0][1], "b": transposed.failures[0][1], "c": rolls.failures[0][1],
+                "d": "CheckFailure: expected 5 at [1, 1], got 7", "e": "NameError: name 'np' is not defined"}
+    lost = [Submission(GradeRow(s, "01_x", 0.0, 1.0, "ok"), messages={"test_f": m}) for s, m in students.items()]
+    groups = {tuple(g["students"]): (g["mistake"], g["mutants"]) for g in failure_groups(cells[0], lost)}
+    assert groups == {("a", "b"): ("Stores counts[next, previous]", ["f__transposed"]),
+                      ("c",): ("Pairs the last token with the first", ["f__rolls"]),
+                      ("d",): ("Pairs the last token with the first / Stores counts[next, previous]", ["f__rolls", "f__transposed"]),
+                      ("e",): (None, [])}
