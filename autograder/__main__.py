@@ -1,4 +1,4 @@
-"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,selfgrade,demo,check}``."""
+"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,report,selfgrade,demo,check}``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add_command in (_add_build, _add_selfgrade, _add_grade, _add_merge, _add_demo, _add_check):
+    for add_command in (_add_build, _add_selfgrade, _add_grade, _add_merge, _add_report, _add_demo, _add_check):
         add_command(commands)
     return parser
 
@@ -36,8 +36,11 @@ def _add_build(commands) -> None:
 
 
 def _add_selfgrade(commands) -> None:
-    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook, then grade it with every test (self-study)")
-    selfgrade_parser.add_argument("notebook", type=Path)
+    selfgrade_parser = commands.add_parser("selfgrade", help="run a saved notebook (or every notebook in a folder), then "
+                                           "grade it with every test (self-study)")
+    selfgrade_parser.add_argument("notebook", type=Path, help="a notebook, or a folder: every notebook in it and a "
+                                  "progress table across the course")
+    selfgrade_parser.add_argument("--html", type=Path, help="with a folder: also write the progress as a page with a figure")
     selfgrade_parser.add_argument("--assignment", help="assignment name (default: the notebook's folder name)")
 
 
@@ -68,6 +71,7 @@ def _add_grade(commands) -> None:
     grade_parser.add_argument("--shard", metavar="I/K",
                               help="grade only shard I of K (0-based): the submissions whose stable hash of "
                                    "(student, assignment) falls there; --out then holds that shard alone")
+    grade_parser.add_argument("--report", action="store_true", help="then write OUT/report.html and report.json (see report)")
 
 
 def _add_merge(commands) -> None:
@@ -77,6 +81,19 @@ def _add_merge(commands) -> None:
     merge_parser.add_argument("--expect", type=int, help="the number of shards K (default: what the shards say)")
     merge_parser.add_argument("--allow-missing", action="store_true",
                               help="merge the finished shards even when some are missing or failed")
+    merge_parser.add_argument("--report", action="store_true", help="then write OUT/report.html and report.json (see report)")
+
+
+def _add_report(commands) -> None:
+    report_parser = commands.add_parser("report", help="what the class got wrong: OUT/report.html and report.json "
+                                        "from a graded (or merged) output folder")
+    report_parser.add_argument("out", type=Path, help="the --out folder of grade or merge")
+    report_parser.add_argument("--solutions", type=Path, default=None,
+                               help="the course's source notebooks (default: those the class was graded against)")
+    report_parser.add_argument("--mutants", type=Path, default=None,
+                               help="the named mistakes (default: mutants/ beside the solutions)")
+    report_parser.add_argument("--no-mutants", action="store_true",
+                               help="do not run the mutants: failures are grouped but not named")
 
 
 def _add_demo(commands) -> None:
@@ -160,7 +177,7 @@ def run_grade(args, parser) -> int:
     print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
     for line in summary_warnings(limits, bundles):
         print(f"\n{line}")
-    return 0
+    return write_class_report(args.out, solutions=args.solutions) if args.report else 0
 
 
 def run_merge(args, parser) -> int:
@@ -173,14 +190,34 @@ def run_merge(args, parser) -> int:
         return 1
     print(report.summary())
     print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
-    return 3 if report.missing or report.problems else 0
+    status = write_class_report(args.out) if args.report else 0
+    return 3 if report.missing or report.problems else status
+
+
+def write_class_report(out: Path, solutions: Path | None = None, mutants: Path | None = None,
+                       with_mutants: bool = True) -> int:
+    from .class_report import write_report
+
+    html_path, json_path = write_report(out, solutions, mutants, with_mutants)
+    print(f"Report: {html_path}\n        {json_path}")
+    return 0
+
+
+def run_report(args, parser) -> int:
+    if not (args.out / "grades.csv").is_file():
+        parser.error(f"{args.out} holds no grades.csv: give the --out folder of grade or merge")
+    return write_class_report(args.out, args.solutions, args.mutants, not args.no_mutants)
 
 
 def run_selfgrade(args, parser) -> int:
     from .selfgrade import grade_saved_notebook
 
+    if args.notebook.is_dir():
+        from .selfgrade_progress import grade_folder
+
+        return grade_folder(args.notebook, args.html)
     if not args.notebook.is_file():
-        parser.error(f"{args.notebook} is not a notebook file")
+        parser.error(f"{args.notebook} is not a notebook file or a folder")
     return grade_saved_notebook(args.notebook, args.assignment)
 
 
@@ -195,7 +232,7 @@ def run_demo_command(args, parser) -> int:
         return 1
 
 
-COMMANDS = {"check": run_check, "build": run_build, "grade": run_grade, "merge": run_merge,
+COMMANDS = {"check": run_check, "build": run_build, "grade": run_grade, "merge": run_merge, "report": run_report,
             "selfgrade": run_selfgrade, "demo": run_demo_command}
 
 

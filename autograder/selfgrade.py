@@ -206,16 +206,17 @@ def grade_saved_notebook(path: Path, assignment_name: str | None = None) -> int:
     return 0
 
 
-def _run_with_grading_cell(path: Path, assignment_name: str) -> list:
+def _run_with_grading_cell(path: Path, assignment_name: str, code: str | None = None) -> list:
     """Run the notebook at ``path`` in a fresh kernel with a grading cell at the end (in place of its
-    own); the kernel's stderr goes to ours without ipykernel's notices. The grading cell's outputs."""
+    own; ``code`` instead of the table, as ``selfgrade_progress`` asks); the kernel's stderr goes to ours
+    without ipykernel's notices. The grading cell's outputs."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(str(path), as_version=4)
     nb.cells = [c for c in nb.cells if CELL_MARKER not in c.source]
     nb.cells.append(nbformat.v4.new_code_cell(
-        f"from autograder.selfgrade import grade_this_notebook\ngrade_this_notebook({assignment_name!r})"))
+        code or f"from autograder.selfgrade import grade_this_notebook\ngrade_this_notebook({assignment_name!r})"))
     os.environ.setdefault("MPLBACKEND", "Agg")
     client = NotebookClient(nb, timeout=1800, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
