@@ -31,7 +31,8 @@ import ast
 
 TAMPERING = "reaches into the grader's machinery"
 GRADER_PACKAGES = ("autograder",)
-GRADER_WORDS = ("autograder", "kernel_agent", "changed_arguments")
+# In a string, these name the grader's modules (a docstring saying "the autograder checks this" does not).
+GRADER_WORDS = ("autograder.", "kernel_agent", "changed_arguments")
 INTERNALS = {"__code__", "__globals__", "__closure__", "__builtins__", "__subclasses__", "f_globals", "f_locals",
              "f_back", "f_builtins", "_getframe", "currentframe", "getouterframes", "settrace", "setprofile",
              "get_objects", "get_referrers", "get_referents", "gi_frame", "tb_frame", "cr_frame"}
@@ -87,7 +88,7 @@ def _reason(node: ast.AST, modules: set[str]) -> str | None:
         return _import_reason(node)
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
         text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
-        word = next((w for w in GRADER_WORDS if w in text), None)
+        word = "autograder" if text.strip() == "autograder" else next((w for w in GRADER_WORDS if w in text), None)
         return f"names {word!r} in a string" if word else None
     if isinstance(node, ast.Attribute):
         return _attribute_reason(node, modules)

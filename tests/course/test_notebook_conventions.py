@@ -9,6 +9,7 @@ import pytest
 
 from autograder import conventions
 from autograder.flags import flags_for
+from autograder.tampering import tampering_for
 from autograder.setup_cell import SETUP_GRADE_ID, setup_cell_source
 
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -100,6 +101,8 @@ def test_honest_answers_are_not_flagged(nb):
     for exercise in conventions.exercises(nb):
         source = conventions.strip_solution_markers(nb.cells[exercise.solution_index].source)
         assert flags_for(source) == [], f"{exercise.name}: the solution's answer cell is flagged {flags_for(source)}"
+        # Tampering (issue 28) fails every inputs-unchanged check of a notebook: never for an honest answer.
+        assert tampering_for(source) == [], f"{exercise.name}: the solution reaches into the grader: {tampering_for(source)}"
 
 
 @pytest.mark.parametrize("source, echoes", [
