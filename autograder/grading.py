@@ -52,7 +52,8 @@ from .course_directory import link_sources, make_api, put_scripts_on_path
 from .flags import MAX_SCANNED_CHARS, flags_for
 from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
 from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
-                     Unreadable, discover, name_problem, no_submissions_message, read_submission, stage_files)
+                     Unreadable, discover, name_problem, no_submissions_message, read_submission, shown_name,
+                     stage_files)
 from .judge_client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
 from .protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
 from .repair import repair
@@ -241,6 +242,7 @@ class _Course:
     releases: dict = field(default_factory=dict)   # assignment name -> released notebook
     sources: dict = field(default_factory=dict)    # assignment name -> solution notebook
     release_text: dict = field(default_factory=dict)   # assignment name -> the release notebook's cell sources
+    owners: dict = field(default_factory=dict)     # the course's notebook file names -> their assignments
 
 
 @dataclass
@@ -278,6 +280,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     use_bwrap(limits)  # refuse now, with the reason, rather than once per submission
     check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
     course = _open_course(out_dir, Path(solutions_dir), hide)
+    course.owners = {a.source_path.name: a.name for a in known.values()}
     state_path = out_dir / STATE_FILE
     state = _load_state(state_path)
     if shard is not None:
@@ -335,8 +338,8 @@ def _plan(found, misplaced, known, state, limits, solutions_dir, students, assig
         if shard is not None and not shard.owns(*key):
             continue
         problem = name_problem(entry.student_id) or name_problem(entry.assignment)
-        if problem:
-            rows[key] = GradeRow(*key, None, None, Status.INVALID_NAME, problem)
+        if problem:   # the names escaped, so that the row never looks like another student's
+            rows[key] = GradeRow(shown_name(key[0]), shown_name(key[1]), None, None, Status.INVALID_NAME, problem)
         elif entry.assignment not in known:
             rows[key] = GradeRow(*key, None, None, Status.UNKNOWN_ASSIGNMENT,
                                  "; ".join([f"no assignment {entry.assignment!r} in {solutions_dir.name}/"] + entry.notes))
@@ -421,7 +424,7 @@ def _read_and_repair(job: Job, entry, course: _Course):
     """The submission read (links refused before anything is copied), its files staged, repaired and
     written where nbgrader looks for it."""
     assignment, release = job.assignment, course.releases[job.assignment.name]
-    nb, notes = read_submission(entry.folder, assignment, release, entry.notebook)
+    nb, notes = read_submission(entry.folder, assignment, release, entry.notebook, course.owners)
     notes = entry.notes + notes
     target = course.root / "submitted" / job.student_id / assignment.name
     if target.exists():
