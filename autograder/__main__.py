@@ -142,6 +142,7 @@ def run_grade(args, parser) -> int:
     from .report import BUNDLES_REFUSAL, format_table, self_grading_bundles, summary_warnings
     from .sandbox import RunnerCannotStart, SandboxUnavailable
     from .shards import Shard
+    from .warnings_log import LOG_NAME
 
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -166,6 +167,8 @@ def run_grade(args, parser) -> int:
         return 1
     print(format_table(rows))
     print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+    if (args.out / LOG_NAME).exists():
+        print(f"Python warnings from nbgrader and its libraries (not grading errors): {args.out / LOG_NAME}")
     for line in summary_warnings(limits, bundles):
         print(f"\n{line}")
     return 0

@@ -40,7 +40,6 @@ import shutil
 import stat
 import sys
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +62,7 @@ from .setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
 from .text import clean_text
+from .warnings_log import captured
 
 STATE_FILE = "grading_state.json"
 STATUSES = JUDGE_STATUSES   # what a judge may report
@@ -256,7 +256,8 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
           solutions_dir: Path = conventions.SOLUTIONS_DIR, progress: bool = True,
           students: set[str] | None = None, assignments: set[str] | None = None,
           force: bool = False, shard: Shard | None = None, judges_ahead: bool = True) -> list[GradeRow]:
-    """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``.
+    """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``
+    (and ``warnings.log`` there when nbgrader or its libraries raised Python warnings).
 
     ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
     results). A submission whose files, solution notebook and limits are unchanged since the last
@@ -271,8 +272,15 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     per assignment) -> prepare (read, repair, the judge's job) -> judge and record (nbgrader scores
     the judged cells; feedback pages) -> report (scores, CSV, state).
     """
-    warnings.filterwarnings("ignore", module="nbgrader")
-    warnings.filterwarnings("ignore", message=".*not in session.*")
+    with captured() as logged:   # nbgrader's warnings (SQLAlchemy's) go to OUT/warnings.log, not the terminal
+        ordered = _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, students, assignments,
+                         force, shard, judges_ahead)
+    logged.write(Path(out_dir).resolve())
+    return ordered
+
+
+def _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, students, assignments, force, shard,
+           judges_ahead) -> list[GradeRow]:
     put_scripts_on_path()  # nbgrader opens gradebooks with the `alembic` command (venv not activated)
     submissions_dir, out_dir = Path(submissions_dir).resolve(), Path(out_dir).resolve()
     known, found, misplaced = _find_submissions(submissions_dir, Path(solutions_dir))
