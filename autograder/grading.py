@@ -66,7 +66,7 @@ from .warnings_log import captured
 
 STATE_FILE = "grading_state.json"
 STATUSES = JUDGE_STATUSES   # what a judge may report
-GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
+GRADER_VERSION = "5"  # bump when a change to the grader should regrade unchanged submissions
 MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
 MAX_EXTRA_MARKDOWN_CHARS = 200_000
 
