@@ -33,6 +33,9 @@ def _add_build(commands) -> None:
     build_parser.add_argument("--release", action="store_true",
                               help="building a course to publish: refuse while the repository URL "
                                    "(autograder/setup_cell.py) is a placeholder")
+    build_parser.add_argument("--force", action="store_true",
+                              help="replace student versions that hold someone's work (answers, outputs) after "
+                                   "moving each to notebooks-backup-<date>-<time>/ (without it the build refuses)")
 
 
 def _add_selfgrade(commands) -> None:
@@ -97,9 +100,15 @@ def _add_report(commands) -> None:
 
 
 def _add_demo(commands) -> None:
-    demo_parser = commands.add_parser("demo", help="build, then grade bundled sample submissions (offline)")
+    demo_parser = commands.add_parser("demo", help="build in a scratch copy of the course, then grade sample "
+                                      "submissions (offline); notebooks/ is not touched")
     demo_parser.add_argument("--out", type=Path, default=Path("grading/demo"), help="output folder (default grading/demo)")
     demo_parser.add_argument("--workers", type=int, default=None)
+    which = demo_parser.add_mutually_exclusive_group()
+    which.add_argument("--assignment", action="append",
+                       help="demonstrate this assignment (repeatable, or a comma list; default: the shortest "
+                            "to grade, named in autograder/demo.py)")
+    which.add_argument("--all", action="store_true", help="demonstrate every assignment (11 notebooks, many minutes)")
 
 
 def _add_check(commands) -> None:
@@ -117,13 +126,16 @@ def run_check(args, parser) -> int:
 
 def run_build(args, parser) -> int:
     from .build import BuildError, build
+    from .student_work import WorkWouldBeLost
 
     try:
         changed = build(only=set(args.assignment) if args.assignment else None, release=args.release,
-                        self_grading=not args.no_self_grading)
-    except BuildError as error:
+                        self_grading=not args.no_self_grading, force=args.force)
+    except (BuildError, WorkWouldBeLost) as error:
         print(f"build: {error}", file=sys.stderr)
         return 1
+    for original, backup in changed.backups:
+        print(f"kept {original} (it held someone's work) as {backup}")
     for path in changed:
         print(f"updated {path}")
     print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
@@ -150,6 +162,7 @@ def run_grade(args, parser) -> int:
     from .report import BUNDLES_REFUSAL, format_table, self_grading_bundles, summary_warnings
     from .sandbox import RunnerCannotStart, SandboxUnavailable
     from .shards import Shard
+    from .warnings_log import LOG_NAME
 
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -175,6 +188,8 @@ def run_grade(args, parser) -> int:
         return 1
     print(format_table(rows))
     print(f"\nGrades: {args.out / 'grades.csv'}\nFeedback: {args.out / 'feedback'}\nGradebook: {args.out / 'gradebook.db'}")
+    if (args.out / LOG_NAME).exists():
+        print(f"Python warnings from nbgrader and its libraries (not grading errors): {args.out / LOG_NAME}")
     for line in summary_warnings(limits, bundles):
         print(f"\n{line}")
     return write_class_report(args.out, solutions=args.solutions) if args.report else 0
@@ -222,11 +237,15 @@ def run_selfgrade(args, parser) -> int:
 
 
 def run_demo_command(args, parser) -> int:
-    from .demo import run_demo
+    from .demo import run_demo, selected_assignments
     from .sandbox import RunnerCannotStart, SandboxUnavailable
 
     try:
-        return run_demo(args.out, args.workers)
+        assignments = selected_assignments(args.assignment, args.all)
+    except ValueError as error:
+        parser.error(f"demo --assignment: {error}")
+    try:
+        return run_demo(args.out, args.workers, assignments)
     except (SandboxUnavailable, RunnerCannotStart) as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1

@@ -40,7 +40,6 @@ import shutil
 import stat
 import sys
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +51,8 @@ from .course_directory import link_sources, make_api, put_scripts_on_path
 from .flags import MAX_SCANNED_CHARS, flags_for
 from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
 from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
-                     Unreadable, discover, name_problem, no_submissions_message, read_submission, stage_files)
+                     Unreadable, discover, name_problem, no_submissions_message, read_submission, shown_name,
+                     stage_files)
 from .judge_client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
 from .memory_watch import workers_within
 from .protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
@@ -64,10 +64,11 @@ from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
 from .tampering import TAMPERING, tampering_for
 from .text import clean_text
+from .warnings_log import captured
 
 STATE_FILE = "grading_state.json"
 STATUSES = JUDGE_STATUSES   # what a judge may report
-GRADER_VERSION = "4"  # bump when a change to the grader should regrade unchanged submissions
+GRADER_VERSION = "5"  # bump when a change to the grader should regrade unchanged submissions
 MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
 MAX_EXTRA_MARKDOWN_CHARS = 200_000
 # Flags saying code was not read in full (``flags_for``, ``flag_sources``): it may hide a reach into the grader.
@@ -251,6 +252,7 @@ class _Course:
     releases: dict = field(default_factory=dict)   # assignment name -> released notebook
     sources: dict = field(default_factory=dict)    # assignment name -> solution notebook
     release_text: dict = field(default_factory=dict)   # assignment name -> the release notebook's cell sources
+    owners: dict = field(default_factory=dict)     # the course's notebook file names -> their assignments
 
 
 @dataclass
@@ -265,7 +267,8 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
           students: set[str] | None = None, assignments: set[str] | None = None,
           force: bool = False, shard: Shard | None = None, judges_ahead: bool = True,
           host_memory_mb: int | None = None) -> list[GradeRow]:
-    """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``.
+    """Grade the submissions under ``submissions_dir``; write the CSV and feedback under ``out_dir``
+    (and ``warnings.log`` there when nbgrader or its libraries raised Python warnings).
 
     ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
     results). A submission whose files, solution notebook and limits are unchanged since the last
@@ -283,8 +286,15 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     per assignment) -> prepare (read, repair, the judge's job) -> judge and record (nbgrader scores
     the judged cells; feedback pages) -> report (scores, CSV, state).
     """
-    warnings.filterwarnings("ignore", module="nbgrader")
-    warnings.filterwarnings("ignore", message=".*not in session.*")
+    with captured() as logged:   # nbgrader's warnings (SQLAlchemy's) go to OUT/warnings.log, not the terminal
+        ordered = _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, students, assignments,
+                         force, shard, judges_ahead)
+    logged.write(Path(out_dir).resolve())
+    return ordered
+
+
+def _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, students, assignments, force, shard,
+           judges_ahead) -> list[GradeRow]:
     put_scripts_on_path()  # nbgrader opens gradebooks with the `alembic` command (venv not activated)
     submissions_dir, out_dir = Path(submissions_dir).resolve(), Path(out_dir).resolve()
     known, found, misplaced = _find_submissions(submissions_dir, Path(solutions_dir))
@@ -294,6 +304,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
         print(f"grade: {note}", file=sys.stderr)
     check_runner_starts(limits, hide)  # likewise: a broken machine stops here, before any grade is written
     course = _open_course(out_dir, Path(solutions_dir), hide)
+    course.owners = {a.source_path.name: a.name for a in known.values()}
     state_path = out_dir / STATE_FILE
     state = _load_state(state_path)
     if shard is not None:
@@ -351,8 +362,8 @@ def _plan(found, misplaced, known, state, limits, solutions_dir, students, assig
         if shard is not None and not shard.owns(*key):
             continue
         problem = name_problem(entry.student_id) or name_problem(entry.assignment)
-        if problem:
-            rows[key] = GradeRow(*key, None, None, Status.INVALID_NAME, problem)
+        if problem:   # the names escaped, so that the row never looks like another student's
+            rows[key] = GradeRow(shown_name(key[0]), shown_name(key[1]), None, None, Status.INVALID_NAME, problem)
         elif entry.assignment not in known:
             rows[key] = GradeRow(*key, None, None, Status.UNKNOWN_ASSIGNMENT,
                                  "; ".join([f"no assignment {entry.assignment!r} in {solutions_dir.name}/"] + entry.notes))
@@ -437,7 +448,7 @@ def _read_and_repair(job: Job, entry, course: _Course):
     """The submission read (links refused before anything is copied), its files staged, repaired and
     written where nbgrader looks for it."""
     assignment, release = job.assignment, course.releases[job.assignment.name]
-    nb, notes = read_submission(entry.folder, assignment, release, entry.notebook)
+    nb, notes = read_submission(entry.folder, assignment, release, entry.notebook, course.owners)
     notes = entry.notes + notes
     target = course.root / "submitted" / job.student_id / assignment.name
     if target.exists():

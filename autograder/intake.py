@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,22 +79,46 @@ def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Fou
                      f"{path.name} is at the top of the submissions folder, in no student's folder: "
                      f"expected {EXPECTED_LAYOUT}")
             for path in _loose_notebooks(submissions_dir)]
-    for student in _visible_dirs(submissions_dir):
-        if student.name in known:
-            rows.append(GradeRow(student.name, "", None, None, Status.MISPLACED_NOTEBOOK,
-                                 f"a folder named like the assignment {student.name} where a student's folder should be: "
-                                 f"expected {EXPECTED_LAYOUT}, e.g. <student>/{student.name}/"
-                                 f"{known[student.name].source_path.name}"))
+    for student in _students(submissions_dir):
+        student_id = student_name(student.name)
+        if student_id in known:
+            rows.append(GradeRow(student_id, "", None, None, Status.MISPLACED_NOTEBOOK,
+                                 f"a folder named like the assignment {student_id} where a student's folder should be: "
+                                 f"expected {EXPECTED_LAYOUT}, e.g. <student>/{student_id}/"
+                                 f"{known[student_id].source_path.name}"))
             continue
-        folders = {p.name: Found(student.name, p.name, p) for p in _visible_dirs(student)}
+        folders = {p.name: Found(student_id, p.name, p) for p in _visible_dirs(student)}
         for path in _loose_notebooks(student):
             row = _place_loose_notebook(path, student, folders, by_notebook, known)
             rows.extend([row] if row else [])
-        found.extend(folders.values())
+        found.extend(_one_per_student(folders.values(), found, submissions_dir))
     for entry in found:
         if entry.assignment not in known and entry.notebook is None:
             entry.notes.extend(_misnested_hint(entry, by_notebook)[:1])
     return sorted(found, key=lambda f: (f.student_id, f.assignment)), rows
+
+
+def _students(submissions_dir: Path) -> list[Path]:
+    """The student folders, those whose names are already in NFC first among names that are the same in NFC."""
+    return sorted(_visible_dirs(submissions_dir),
+                  key=lambda p: (student_name(p.name), p.name != student_name(p.name), p.name))
+
+
+def _one_per_student(entries, found: list[Found], submissions_dir: Path) -> list[Found]:
+    """``entries`` of one student folder less those already found under a folder with the same name
+    in another Unicode form (NFC and NFD): that student's submission is graded once, from the folder
+    found first, and its row notes the other."""
+    first = {(f.student_id, f.assignment): f for f in found}
+    new = []
+    for entry in entries:
+        kept = first.get((entry.student_id, entry.assignment))
+        if kept is None:
+            new.append(entry)
+        else:
+            where = (entry.notebook or entry.folder).relative_to(submissions_dir)
+            kept.notes.append(f"also found {where}, under a "
+                              "student folder whose name is the same in another Unicode form (NFC/NFD): not graded")
+    return new
 
 
 def _assignments_by_notebook_name(known: dict) -> dict[str, list]:
@@ -118,12 +143,12 @@ def _place_loose_notebook(path: Path, student: Path, folders: dict, by_notebook:
         return None
     if len(matches) == 1:
         assignment = matches[0]
-        folders[assignment.name] = Found(student.name, assignment.name, student, notebook=path,
+        folders[assignment.name] = Found(student_name(student.name), assignment.name, student, notebook=path,
                                          notes=[f"graded {path.name}, found outside an assignment folder (expected "
                                                 f"{student.name}/{assignment.name}/{assignment.source_path.name})"])
         return None
     where = ", ".join(f"{a.name}/{a.source_path.name}" for a in sorted(known.values(), key=lambda a: a.name))
-    return GradeRow(student.name, path.name, None, None, Status.MISPLACED_NOTEBOOK,
+    return GradeRow(student_name(student.name), path.name, None, None, Status.MISPLACED_NOTEBOOK,
                     f"{path.name} is not in an assignment folder and its name names no single assignment: "
                     f"expected {EXPECTED_LAYOUT}, one of: {where}")
 
@@ -147,48 +172,96 @@ def no_submissions_message(submissions_dir: Path, known: dict) -> str:
             + f"; found at the top: {clean_text(', '.join(top)) if top else 'nothing'}. Nothing was graded or written.")
 
 
-def _differs_from_release(path: Path, release) -> bool:
-    """Whether the notebook at ``path`` holds code the release does not (False when it cannot be read)."""
+def _compared_with_release(path: Path, release) -> str:
+    """How the notebook at ``path`` stands to the release: ``"elsewhere"`` (its answer cells are all
+    another assignment's), ``"changed"`` (it holds code the release does not), ``"untouched"``, or
+    ``"unreadable"``."""
     try:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
-            return False
+            return "unreadable"
         nb, _ = read_bounded(path.read_bytes())
-        answers = [str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)]
+        answers = {conventions.grade_id(c): str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)}
+        stubs = {conventions.grade_id(c): c.source.strip() for c in release.cells if conventions.is_solution_cell(c)}
+        if answers and stubs and not set(answers) & set(stubs):
+            return "elsewhere"
         if answers:  # the answer cells, compared with the release's stubs
-            return any(a not in {c.source.strip() for c in release.cells if conventions.is_solution_cell(c)} for a in answers)
+            return "changed" if any(a not in stubs.values() for a in answers.values()) else "untouched"
         released = {c.source.strip() for c in release.cells if c.cell_type == "code"}
-        return any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
+        changed = any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
+        return "changed" if changed else "untouched"
     except Exception:  # noqa: BLE001 - an unreadable notebook is not preferred
-        return False
+        return "unreadable"
 
 
-def _find_notebook(folder: Path, expected_name: str, release=None) -> tuple[Path, str]:
-    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed); of
-    several, the one that differs from the release (the expected name first), with a note naming the others."""
+def _candidates(folder: Path, expected_name: str) -> list[Path]:
+    """The notebooks in a submission folder (a link under the expected name included, to be refused)."""
     expected = folder / expected_name
     candidates = _notebooks_in(folder)
     if (expected.exists() or expected.is_symlink()) and expected not in candidates:
-        candidates = sorted(candidates + [expected])   # a link under the expected name: found, to be refused
+        candidates = sorted(candidates + [expected])
+    return candidates
+
+
+def _find_notebook(folder: Path, expected_name: str, release=None, owners: dict | None = None) -> tuple[Path, str]:
+    """The submitted notebook: the expected name, or the only notebook in the folder (misnamed); of
+    several, the one that differs from the release (named for the assignment first, at the top of the
+    folder first), with a note naming the others. Another assignment's notebook (named for it in
+    ``owners``, file name -> assignment, or whose answer cells are all another assignment's) is
+    never graded in its place: it is only noted."""
+    candidates = _candidates(folder, expected_name)
     if not candidates:
         raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission (notebooks found: none)")
-    if len(candidates) == 1:
-        path = candidates[0]
-        return path, "" if path == expected else f"graded {path.relative_to(folder)} in place of {expected_name}"
-    changed = [p for p in candidates if release is not None and _differs_from_release(p, release)]
-    pool = changed or candidates
-    path = expected if expected in pool else pool[0]
-    others = ", ".join(str(p.relative_to(folder)) for p in candidates if p != path)
-    why = " (it differs from the release)" if 0 < len(changed) < len(candidates) else ""
-    return path, f"graded {path.relative_to(folder)}{why}; also found {others} (not graded)"
+    kinds = _kinds(candidates, expected_name, release)
+    elsewhere = [p for p in candidates if kinds[p] == "elsewhere" or (p.name != expected_name and p.name in (owners or {}))]
+    ours = [p for p in candidates if p not in elsewhere]
+    whose = "another assignment's notebook" if len(elsewhere) == 1 else "other assignments' notebooks"
+    elsewhere_note = f"found {', '.join(str(p.relative_to(folder)) for p in elsewhere)}: {whose} (not graded)"
+    if not ours:
+        raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission; {elsewhere_note}")
+    changed = [p for p in ours if kinds[p] == "changed"]
+    path = _preferred(ours, changed, folder / expected_name)
+    notes = [_graded_note(path, ours, changed, folder / expected_name, bool(elsewhere))] + ([elsewhere_note] if elsewhere else [])
+    return path, "; ".join(note for note in notes if note)
+
+
+def _kinds(candidates: list[Path], expected_name: str, release) -> dict[Path, str]:
+    """Each candidate compared with the release (``_compared_with_release``); not read when there is no
+    release, or when the expected notebook is the only one."""
+    if release is None or candidates == [candidates[0].parent / expected_name]:
+        return {p: "" for p in candidates}
+    return {p: _compared_with_release(p, release) for p in candidates}
+
+
+def _graded_note(path: Path, ours: list[Path], changed: list[Path], expected: Path, more_found: bool) -> str:
+    """What the detail says about the notebook graded (nothing when it is the expected one, alone)."""
+    folder = expected.parent
+    shown = str(path.relative_to(folder))
+    if len(ours) > 1:
+        why = " (it differs from the release)" if 0 < len(changed) < len(ours) else ""
+        others = ", ".join(str(p.relative_to(folder)) for p in ours if p != path)
+        return f"graded {shown}{why}; also found {others} (not graded)"
+    if path.name != expected.name:
+        return f"graded {shown} in place of {expected.name}"
+    return f"graded {shown}" if more_found or path != expected else ""
+
+
+def _preferred(ours: list[Path], changed: list[Path], expected: Path) -> Path:
+    """Of this assignment's notebooks, those that differ from the release first; among them the
+    expected name at the top of the folder, then the expected name deeper down, then the first."""
+    pool = changed or ours
+    named = [p for p in pool if p.name == expected.name]
+    return expected if expected in pool else (named or pool)[0]
 
 
 def read_submission(folder: Path, assignment: conventions.Assignment, release=None,
-                    notebook: Path | None = None) -> tuple[object, list[str]]:
-    """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise."""
+                    notebook: Path | None = None, owners: dict | None = None) -> tuple[object, list[str]]:
+    """The submitted notebook, validated; ``Unreadable`` with a short reason otherwise. ``owners``:
+    the course's notebook file names -> their assignments (another assignment's notebook is not graded)."""
     if folder.is_symlink():
         raise Unreadable(Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
-    path, note = (notebook, "") if notebook is not None else _find_notebook(folder, assignment.source_path.name, release)
+    path, note = ((notebook, "") if notebook is not None
+                  else _find_notebook(folder, assignment.source_path.name, release, owners))
     _check_notebook_file(path, folder)
     nb, dropped = _parse_notebook(path)
     notes = ([note] if note else []) + dropped
@@ -277,9 +350,46 @@ def stage_files(folder: Path, target: Path) -> list[str]:
     return notes
 
 
+def student_name(folder_name: str) -> str:
+    """The student id a folder name stands for: its NFC form, so that the same name typed on two
+    systems (NFC, or NFD as macOS writes it) is one student, not two rows that look the same."""
+    return unicodedata.normalize("NFC", folder_name)
+
+
+def shown_name(name: str) -> str:
+    r"""A folder name as rows show it: what would be invisible (control and format characters, line
+    and paragraph separators, whitespace at either end) escaped as ``\uXXXX``, so that it never looks
+    like another student's name; bytes that are not UTF-8 are left to ``clean_text`` (``\xff``)."""
+    def escape(index: int, char: str) -> str:
+        hidden = _character_problem(char, index, len(name)) and not 0xD800 <= ord(char) <= 0xDFFF
+        return f"\\u{ord(char):04x}" if hidden else char
+    return "".join(escape(i, c) for i, c in enumerate(name))
+
+
+def _character_problem(char: str, index: int, length: int) -> str:
+    """What is wrong with ``char`` at ``index`` of a folder name of ``length`` characters (empty when nothing)."""
+    category = unicodedata.category(char)
+    if category in ("Zl", "Zp") or char in "\n\r\x0b\x0c\x1c\x1d\x1e\x85":
+        return "holds a line break"
+    if category == "Cc":
+        return "holds a control character"
+    if category == "Cf":
+        return "holds an invisible character"
+    if char.isspace() and index in (0, length - 1):
+        return "starts with whitespace" if index == 0 else "ends with whitespace"
+    return ""
+
+
 def name_problem(name: str) -> str:
-    """Why a student's or an assignment's folder name cannot be graded under (empty when it can)."""
-    if clean_text(name) != name or "/" in name:
-        return (f"the folder name '{clean_text(name)}' is not plain UTF-8 text (bytes that are not UTF-8, "
-                "or control characters): rename it")
+    """Why a student's or an assignment's folder name cannot be graded under (empty when it can):
+    bytes that are not UTF-8, control characters, line or paragraph separators, other invisible
+    characters, whitespace at either end; the reason names the character."""
+    shown = clean_text(shown_name(name))
+    if "/" in name or any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        return f"the folder name '{shown}' is not plain UTF-8 text (bytes that are not UTF-8): rename it"
+    for index, char in enumerate(name):
+        problem = _character_problem(char, index, len(name))
+        if problem:
+            label = unicodedata.name(char, "")
+            return f"the folder name '{shown}' {problem} (U+{ord(char):04X}{' ' + label if label else ''}): rename it"
     return ""

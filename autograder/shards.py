@@ -23,6 +23,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .warnings_log import LOG_NAME, captured
+
 MARKER = "shard.json"
 MERGED_MARKER = "merged.json"
 
@@ -82,6 +84,7 @@ class MergeReport:
     missing: list[int]          # indices with no finished output folder
     problems: list[str]         # folders that are not finished shards, with the reason
     rows: int
+    warnings_line: str = ""     # where the Python warnings raised while merging were kept, if any
 
     def summary(self) -> str:
         lines = [f"merged {len(self.merged)} of {self.count} shards: {self.rows} submissions"]
@@ -89,6 +92,7 @@ class MergeReport:
             lines.append(f"missing or unfinished shards: {', '.join(map(str, self.missing))} "
                          f"(re-run them with --shard I/{self.count}, then merge again)")
         lines += [f"not a finished shard: {problem}" for problem in self.problems]
+        lines += [self.warnings_line] if self.warnings_line else []
         return "\n".join(lines)
 
 
@@ -130,12 +134,15 @@ def merge(shard_dirs: list[Path], out_dir: Path, *, allow_missing: bool = False,
     out_dir = Path(out_dir).resolve()
     if any(folder.resolve() == out_dir for folder in found.values()):
         raise ShardsIncomplete(f"--out {out_dir} is one of the shards; merge into a new folder")
-    building = out_dir.with_name(out_dir.name + ".merging")
-    shutil.rmtree(building, ignore_errors=True)
-    building.mkdir(parents=True)
-    shards = [found[index] for index in sorted(found)]
-    report.rows = _merge_csv(shards, building / "grades.csv")
-    _merge_gradebooks(shards, building / "gradebook.db")
+    with captured() as logged:   # nbgrader's SQLAlchemy warnings: into the log, not the terminal
+        _check_against_gradebooks(found)
+        building = out_dir.with_name(out_dir.name + ".merging")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        shards = [found[index] for index in sorted(found)]
+        report.rows = _merge_csv(shards, building / "grades.csv")
+        _merge_gradebooks(shards, building / "gradebook.db")
+    report.warnings_line = logged.summary(out_dir / LOG_NAME if logged.write(building) else None)
     _merge_folders(shards, building)
     _merge_state(shards, building)
     (building / MERGED_MARKER).write_text(json.dumps(
@@ -144,6 +151,50 @@ def merge(shard_dirs: list[Path], out_dir: Path, *, allow_missing: bool = False,
         shutil.rmtree(out_dir)
     building.rename(out_dir)
     return report
+
+
+def _check_against_gradebooks(found: dict[int, Path]) -> None:
+    """``ShardsIncomplete`` naming the first shard whose ``grades.csv`` disagrees with its gradebook, and where."""
+    for index in sorted(found):
+        disagreements = csv_against_gradebook(found[index])
+        if disagreements:
+            raise ShardsIncomplete(f"shard {index} ({found[index]}): its grades.csv disagrees with its gradebook: "
+                                   + "; ".join(disagreements[:10]) + (f"; and {len(disagreements) - 10} more"
+                                   if len(disagreements) > 10 else "") + ". Nothing was merged (grade that shard again).")
+
+
+def csv_against_gradebook(folder: Path) -> list[str]:
+    """Where a shard's ``grades.csv`` and its gradebook disagree, one ``student/assignment: ...`` each:
+    a score (or maximum) that differs, a score the gradebook does not hold, a gradebook submission the
+    CSV has no score for. Scores are compared as the CSV writes them."""
+    from .report import GradeRow
+
+    with open(folder / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = {(r.student_id, r.assignment): r for r in map(GradeRow.from_dict, csv.DictReader(handle))}
+    book = _gradebook_scores(folder / "gradebook.db")
+    shown = lambda score, top: f"{score:g}/{top:g}"  # noqa: E731
+    problems = []
+    for key in sorted(set(rows) | set(book)):
+        row, held = rows.get(key), book.get(key)
+        in_csv = None if row is None or row.score is None else shown(row.score, row.max_score or 0)
+        in_book = None if held is None else shown(*held)
+        if in_csv != in_book:
+            problems.append(f"{key[0]}/{key[1]}: grades.csv {in_csv or 'no score'}, gradebook {in_book or 'no submission'}")
+    return problems
+
+
+def _gradebook_scores(db: Path) -> dict:
+    """(student, assignment) -> (score, max score) of every submission in an nbgrader gradebook (none if it is missing)."""
+    if not db.exists():
+        return {}
+    from nbgrader.api import Gradebook
+
+    from .course_directory import put_scripts_on_path
+
+    put_scripts_on_path()
+    with Gradebook(f"sqlite:///{db}") as gradebook:
+        return {(submission.student.id, assignment.name): (float(submission.score), float(submission.max_score))
+                for assignment in gradebook.assignments for submission in assignment.submissions}
 
 
 def _merge_csv(shards: list[Path], target: Path) -> int:

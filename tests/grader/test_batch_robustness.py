@@ -45,6 +45,25 @@ XSS = ('<script>alert(1)</script><img src=x onerror="alert(2)"> [click](javascri
        '<a href="javascript:alert(4)">x</a>')
 
 
+# folder name -> (how rows show it, why it cannot be graded under)
+INVALID_NAMES = {
+    " lead_space": ("\\u0020lead_space", "starts with whitespace (U+0020 SPACE)"),
+    "trail_space ": ("trail_space\\u0020", "ends with whitespace (U+0020 SPACE)"),
+    "line\u2028separator": ("line\\u2028separator", "holds a line break (U+2028 LINE SEPARATOR)"),
+    "para\u2029separator": ("para\\u2029separator", "holds a line break (U+2029 PARAGRAPH SEPARATOR)"),
+    "zero\u200bwidth": ("zero\\u200bwidth", "holds an invisible character (U+200B ZERO WIDTH SPACE)"),
+}
+
+
+def another_assignments_notebook(assignment, root: Path):
+    """A solved notebook of another assignment: its answer cell has a grade id the fixture's release does not."""
+    nb = answer(assignment, root)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "double":
+            cell.metadata["nbgrader"]["grade_id"] = "intro_exercise"
+    return nb
+
+
 def _write_with_escapes(nb, path: Path) -> None:
     """Write a notebook as JSON with \\u escapes (the only way a lone surrogate gets into a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +112,17 @@ def batch(tmp_path_factory):
     _write_with_escapes(surrogate_source, subs / "surrogate_source" / "01_fixture" / NB)
     put("judge_fails")
     put("prepare_fails")
+    # Issue 28: a whole course zipped into one assignment's folder, another assignment's notebook alone,
+    # names that hide characters, one name in NFC and in NFD.
+    zipped = subs / "zipped_course" / "01_fixture" / "course" / "notebooks"
+    submissions.write(answer(assignment, root), zipped / "01_fixture" / NB)
+    submissions.write(another_assignments_notebook(assignment, root), zipped / "00_intro" / "intro.ipynb")
+    submissions.write(another_assignments_notebook(assignment, root), subs / "only_another" / "01_fixture" / "intro.ipynb")
+    for name in INVALID_NAMES:
+        put(name)
+    put("\u00e9mile")                                                 # NFC: graded
+    put("e\u0301mile", answer(assignment, root, "def double(x):\n    return x\n"))   # the same name in NFD: noted
+    put("noe\u0308l")                                                 # NFD only: graded as the NFC name
 
     real_run_judge, real_sanitise = grading.run_judge, grading._sanitise
 
@@ -142,6 +172,13 @@ EXPECTED = {
     "surrogate_source": (3, 3, "ok", ["not valid Unicode"]),
     "judge_fails": (0, 3, "error", ["could not run this notebook's judge: BlockingIOError: [Errno 11]"]),
     "prepare_fails": (None, None, "grader error", ["RuntimeError: nbgrader could not build this notebook"]),
+    "zipped_course": (3, 3, "ok", ["graded course/notebooks/01_fixture/fixture.ipynb; found course/notebooks/00_intro/"
+                                   "intro.ipynb: another assignment's notebook (not graded)"]),
+    "only_another": (0, 3, "missing notebook", ["no fixture.ipynb in the submission; found intro.ipynb: another "
+                                                "assignment's notebook (not graded)"]),
+    "\u00e9mile": (3, 3, "ok", ["also found e\u0301mile/01_fixture, under a student folder whose name is the same in "
+                                "another Unicode form (NFC/NFD): not graded"]),
+    "no\u00ebl": (3, 3, "ok", []),
 }
 
 
@@ -174,12 +211,35 @@ def test_rows_for_what_cannot_be_graded(batch):
 @pytest.mark.slow
 def test_one_row_per_submission_and_a_csv_that_any_string_fits(batch):
     rows, out, _, _ = batch
-    assert len(rows) == len(EXPECTED) + 4   # + loose_unknown, the top-level 01_fixture folder and ada.ipynb, st\xffudent
+    # + loose_unknown, the top-level 01_fixture folder and ada.ipynb, st\xffudent, and the names that hide characters
+    assert len(rows) == len(EXPECTED) + 4 + len(INVALID_NAMES)
     text = (out / "grades.csv").read_text(encoding="utf-8")
     table = list(csv.DictReader(text.splitlines()))
     assert len(table) == len(rows)
     assert "st\\xffudent" in {r["student_id"] for r in table}
     assert not CONTROL.search(text.replace("\r\n", "").replace("\n", "")), "control characters in grades.csv"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(INVALID_NAMES))
+def test_a_name_that_hides_characters_is_an_invalid_name_with_the_reason(batch, name):
+    rows, _, _, _ = batch
+    shown, why = INVALID_NAMES[name]
+    row = _row(rows, shown)
+    assert row.as_dict() == {"student_id": shown, "assignment": "01_fixture", "score": "", "max_score": "",
+                             "status": "invalid name", "detail": f"the folder name '{shown}' {why}: rename it",
+                             "flags": ""}, _show(row)
+
+
+@pytest.mark.slow
+def test_no_name_or_folder_is_a_grader_error_and_no_line_separator_is_shown(batch, capsys):
+    rows, out, _, _ = batch
+    assert [r.student_id for r in rows if r.status == "grader error"] == ["prepare_fails"]
+    assert [r.student_id for r in rows if "mile" in r.student_id] == ["\u00e9mile"], "one row for NFC and NFD"
+    text = (out / "grades.csv").read_text(encoding="utf-8") + report.format_table(rows)
+    assert not re.search("[\u2028\u2029\x85\u200b]", text), "a line separator or invisible character was shown"
+    page = (out / "feedback" / "only_another" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "missing notebook" in page and "another assignment" in page
 
 
 @pytest.mark.slow
@@ -283,6 +343,18 @@ def test_the_summary_warns_about_sandbox_none_and_bundles():
 
 # --------------------------------------------------------------------------------------------------
 # The pieces, on inputs where a violation shows
+
+
+def test_clean_text_leaves_no_line_break_or_invisible_character_of_any_kind():
+    """Every character of Unicode's categories Cc, Cf, Zl and Zp this Python knows becomes a space or goes."""
+    import sys
+    import unicodedata
+
+    hidden = "".join(chr(c) for c in range(sys.maxunicode + 1)
+                     if unicodedata.category(chr(c)) in ("Cc", "Cf", "Zl", "Zp"))
+    assert set(clean_text(hidden)) <= {" "}
+    assert clean_text("ann\u2028lee\u2029x\x85y") == "ann lee x y"
+    assert clean_text("zero\u200bwidth\u00adsoft\ufeff") == "zerowidthsoft"
 
 
 def test_clean_text_keeps_text_and_drops_what_a_terminal_or_csv_would_act_on():

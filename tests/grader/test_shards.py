@@ -126,7 +126,28 @@ def test_three_shards_merged_equal_one_machine(tmp_path):
     assert (tmp_path / "merged" / "grades.csv").read_bytes() == before
     assert gradebook_scores(tmp_path / "merged" / "gradebook.db") == expected
 
+    # The command: nbgrader's SQLAlchemy warnings go to the log, not the terminal (issue 28).
+    done = subprocess.run([sys.executable, "-m", "autograder", "merge", *map(str, shards), "--out", str(tmp_path / "merged")],
+                          capture_output=True, text=True, cwd=conventions.REPO_ROOT, timeout=300)
+    assert done.returncode == 0 and "Warning" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert done.stdout.startswith(f"merged 3 of 3 shards: {len(STUDENTS)} submissions\n"), done.stdout
+
+    # A shard whose grades.csv disagrees with its gradebook is refused, naming the shard and the student.
+    honest = (shards[2] / "grades.csv").read_text(encoding="utf-8")
+    bob = next(line for line in honest.splitlines() if line.startswith("bob,"))
+    assert bob.startswith("bob,01_fixture,0,3,"), bob
+    (shards[2] / "grades.csv").write_text(honest.replace(bob, bob.replace("bob,01_fixture,0,3,", "bob,01_fixture,3,3,")),
+                                          encoding="utf-8")
+    shutil.rmtree(tmp_path / "merged")
+    with pytest.raises(ShardsIncomplete) as refused:
+        merge(shards, tmp_path / "merged")
+    assert str(refused.value) == (f"shard 2 ({shards[2]}): its grades.csv disagrees with its gradebook: bob/01_fixture: "
+                                  "grades.csv 3/3, gradebook 0/3. Nothing was merged (grade that shard again).")
+    assert not (tmp_path / "merged").exists()
+    (shards[2] / "grades.csv").write_text(honest, encoding="utf-8")
+
     # A shard that did not finish is named by its index; nothing is merged unless asked.
+    merge(shards, tmp_path / "merged")
     shutil.rmtree(tmp_path / "merged")
     (shards[1] / MARKER).unlink()
     with pytest.raises(ShardsIncomplete) as refused:

@@ -150,3 +150,87 @@ def test_a_single_misnamed_notebook_is_graded_in_place_of_the_expected_one(tmp_p
                                            (os.fsdecode(b"\xff"), True), ("émilie", False)])
 def test_name_problem(name, problem):
     assert bool(intake.name_problem(name)) is problem
+
+
+@pytest.mark.parametrize("name, shown, problem", [
+    (" ann", "\\u0020ann", "starts with whitespace (U+0020 SPACE)"),
+    ("ann ", "ann\\u0020", "ends with whitespace (U+0020 SPACE)"),
+    ("ann\u00a0", "ann\\u00a0", "ends with whitespace (U+00A0 NO-BREAK SPACE)"),
+    ("an\u2028n", "an\\u2028n", "holds a line break (U+2028 LINE SEPARATOR)"),
+    ("an\u2029n", "an\\u2029n", "holds a line break (U+2029 PARAGRAPH SEPARATOR)"),
+    ("an\x85n", "an\\u0085n", "holds a line break (U+0085)"),
+    ("a\u200bnn", "a\\u200bnn", "holds an invisible character (U+200B ZERO WIDTH SPACE)"),
+    ("ann\u202e", "ann\\u202e", "holds an invisible character (U+202E RIGHT-TO-LEFT OVERRIDE)"),
+    ("\ufeffann", "\\ufeffann", "holds an invisible character (U+FEFF ZERO WIDTH NO-BREAK SPACE)"),
+    ("bad\x1bname", "bad\\u001bname", "holds a control character (U+001B)"),
+])
+def test_names_that_hide_characters_are_refused_with_the_character(name, shown, problem):
+    assert intake.shown_name(name) == shown
+    assert intake.name_problem(name) == f"the folder name '{shown}' {problem}: rename it"
+
+
+def test_a_name_with_spaces_inside_or_accents_is_fine_and_shown_as_it_is():
+    for name in ("ann lee", "émilie", "e\u0301milie", "李雷"):
+        assert intake.name_problem(name) == "" and intake.shown_name(name) == name
+
+
+def test_a_name_in_nfc_and_in_nfd_is_one_student(tmp_path):
+    nfc, nfd = "\u00e9mile", "e\u0301mile"
+    put(tmp_path / nfd / "01_a" / "a.ipynb")
+    put(tmp_path / nfc / "01_a" / "a.ipynb")
+    put(tmp_path / nfd / "02_b" / "b.ipynb")            # only under the NFD folder: graded, as the NFC name
+    put(tmp_path / "noe\u0308l" / "01_a" / "a.ipynb")    # NFD only
+    found, rows = intake.discover(tmp_path, KNOWN)
+    assert rows == []
+    assert [(f.student_id, f.assignment, f.folder.relative_to(tmp_path).as_posix()) for f in found] == [
+        ("no\u00ebl", "01_a", "noe\u0308l/01_a"), (nfc, "01_a", f"{nfc}/01_a"), (nfc, "02_b", f"{nfd}/02_b")]
+    assert found[1].notes == [f"also found {nfd}/01_a, under a student folder whose name is the same in another "
+                              "Unicode form (NFC/NFD): not graded"]
+    assert found[0].notes == [] and found[2].notes == []
+
+
+def answers(**cells):
+    """A notebook whose answer cells (nbgrader solution cells) have these grade ids and sources."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"solution": True, "grade": False, "grade_id": gid}})
+                for gid, source in cells.items()]
+    return nb
+
+
+OWNERS = {"a.ipynb": "01_a", "b.ipynb": "02_b"}
+
+
+def test_a_whole_course_zipped_into_one_assignment_folder_grades_that_assignments_notebook(tmp_path):
+    release = answers(f="raise NotImplementedError()")
+    put(tmp_path / "course" / "01_a" / "a.ipynb", answers(f="return 1"))
+    put(tmp_path / "course" / "02_b" / "b.ipynb", answers(g="return 2"))     # named for 02_b
+    put(tmp_path / "course" / "00_intro" / "intro.ipynb", answers(h="return 3"))   # answers of another notebook
+    nb, notes = intake.read_submission(tmp_path, KNOWN["01_a"], release, owners=OWNERS)
+    assert nb.cells[0].source == "return 1"
+    assert notes == ["graded course/01_a/a.ipynb; found course/00_intro/intro.ipynb, "
+                     "course/02_b/b.ipynb: other assignments' notebooks (not graded)"]
+
+
+def test_the_assignments_notebook_is_graded_even_untouched_beside_anothers_work(tmp_path):
+    release = answers(f="raise NotImplementedError()")
+    put(tmp_path / "a.ipynb", answers(f="raise NotImplementedError()"))   # not started
+    put(tmp_path / "b.ipynb", answers(g="return 2"))                      # the earlier notebook, done
+    nb, notes = intake.read_submission(tmp_path, KNOWN["01_a"], release, owners=OWNERS)
+    assert nb.cells[0].source == "raise NotImplementedError()"
+    assert notes == ["graded a.ipynb; found b.ipynb: another assignment's notebook (not graded)"]
+
+
+def test_only_another_assignments_notebook_is_a_missing_notebook_saying_so(tmp_path):
+    release = answers(f="raise NotImplementedError()")
+    put(tmp_path / "b.ipynb", answers(g="return 2"))
+    assert refused_with(tmp_path, release) == (
+        Status.MISSING_NOTEBOOK, "no a.ipynb in the submission; found b.ipynb: another assignment's notebook (not graded)")
+    (tmp_path / "b.ipynb").rename(tmp_path / "mine.ipynb")     # its answers tell whose it is, whatever its name
+    assert refused_with(tmp_path, release) == (
+        Status.MISSING_NOTEBOOK, "no a.ipynb in the submission; found mine.ipynb: another assignment's notebook (not graded)")
+
+
+def refused_with(folder: Path, release) -> tuple[str, str]:
+    with pytest.raises(intake.Unreadable) as caught:
+        intake.read_submission(folder, KNOWN["01_a"], release, owners=OWNERS)
+    return caught.value.status, caught.value.detail

@@ -8,12 +8,15 @@ from __future__ import annotations
 import csv
 import json
 import os
+import threading
+import warnings
 
 import pytest
 
 from autograder import shards
 from autograder.grading import GRADER_VERSION, STATE_FILE, GradeRow, write_csv
 from autograder.shards import MARKER, MERGED_MARKER, MergeReport, Shard, ShardsIncomplete, merge, read_shards
+from autograder.warnings_log import LOG_NAME, captured
 
 
 @pytest.mark.parametrize("text, shard", [("0/1", Shard(0, 1)), ("3/4", Shard(3, 4)), (" 2/ 5", Shard(2, 5))])
@@ -121,8 +124,11 @@ def test_a_merge_into_one_of_its_shards_is_refused(tmp_path):
 
 @pytest.fixture
 def no_gradebook(monkeypatch):
+    """Shards made of a CSV alone: the gradebook merge, and the check of each CSV against its
+    gradebook, are left out (both are tested below on a real gradebook)."""
     merged = []
     monkeypatch.setattr(shards, "_merge_gradebooks", lambda folders, target: merged.append((folders, target)))
+    monkeypatch.setattr(shards, "csv_against_gradebook", lambda folder: [])
     return merged
 
 
@@ -169,3 +175,78 @@ def test_a_submission_graded_by_two_shards_stops_the_merge(tmp_path, no_gradeboo
     with pytest.raises(ShardsIncomplete, match="ann/01_next_token was graded by two shards"):
         merge([shard0, shard1], tmp_path / "merged")
     assert not (tmp_path / "merged").exists()
+
+
+def a_gradebook(folder, scores: dict) -> None:
+    """An nbgrader gradebook in ``folder`` with one notebook of 3 points and these students' scores."""
+    from nbgrader.api import Gradebook
+
+    from autograder.course_directory import put_scripts_on_path
+
+    put_scripts_on_path()
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gradebook:
+        gradebook.add_assignment("01_fixture")
+        gradebook.add_notebook("fixture", "01_fixture")
+        gradebook.add_grade_cell("test_double", "fixture", "01_fixture", max_score=3, cell_type="code")
+        for student, score in scores.items():
+            gradebook.add_student(student)
+            gradebook.add_submission("01_fixture", student)
+            gradebook.find_grade("test_double", "fixture", "01_fixture", student).auto_score = score
+        gradebook.db.commit()
+
+
+def fixture_row(student, score, status="ok"):
+    return GradeRow(student, "01_fixture", score, None if score is None else 3.0, status)
+
+
+def test_a_shard_whose_csv_disagrees_with_its_gradebook_is_refused_by_name(tmp_path):
+    agrees = a_shard(tmp_path, 0, 2, [fixture_row("ann", 3), fixture_row("ivy", None, "invalid name")])
+    a_gradebook(agrees, {"ann": 3})
+    disagrees = a_shard(tmp_path, 1, 2, [fixture_row("bob", 3), fixture_row("cy", 1)])
+    a_gradebook(disagrees, {"bob": 1, "cy": 1, "dee": 0})
+    assert shards.csv_against_gradebook(agrees) == []
+    assert shards.csv_against_gradebook(disagrees) == ["bob/01_fixture: grades.csv 3/3, gradebook 1/3",
+                                                       "dee/01_fixture: grades.csv no score, gradebook 0/3"]
+    with pytest.raises(ShardsIncomplete) as refused:
+        merge([agrees, disagrees], tmp_path / "merged")
+    assert str(refused.value) == (f"shard 1 ({disagrees}): its grades.csv disagrees with its gradebook: "
+                                  "bob/01_fixture: grades.csv 3/3, gradebook 1/3; dee/01_fixture: grades.csv no score, "
+                                  "gradebook 0/3. Nothing was merged (grade that shard again).")
+    assert not (tmp_path / "merged").exists()
+    (disagrees / "gradebook.db").unlink()
+    assert shards.csv_against_gradebook(disagrees) == ["bob/01_fixture: grades.csv 3/3, gradebook no submission",
+                                                       "cy/01_fixture: grades.csv 1/3, gradebook no submission"]
+
+
+def test_shards_whose_csvs_agree_with_their_gradebooks_merge(tmp_path):
+    first = a_shard(tmp_path, 0, 2, [fixture_row("ann", 3)])
+    a_gradebook(first, {"ann": 3})
+    second = a_shard(tmp_path, 1, 2, [fixture_row("bob", 1.5)])
+    a_gradebook(second, {"bob": 1.5})
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        report = merge([first, second], tmp_path / "merged")
+    assert report.rows == 2
+    assert shards.csv_against_gradebook(tmp_path / "merged") == []
+    # nbgrader's SQLAlchemy warnings ("... not in session ...") went to the log, not to the terminal.
+    assert shown == []
+    log = tmp_path / "merged" / LOG_NAME
+    assert "SAWarning" in log.read_text(encoding="utf-8")
+    assert report.summary().splitlines()[-1].endswith(f"warning(s) from nbgrader and its libraries, kept in {log}")
+
+
+def test_warnings_are_kept_in_a_log_only_when_there_are_any(tmp_path, capsys):
+    with captured() as logged:
+        warnings.warn("from the main thread", DeprecationWarning)
+        worker = threading.Thread(target=lambda: warnings.warn("from a worker", UserWarning))
+        worker.start()
+        worker.join()
+    assert capsys.readouterr().err == ""
+    path = logged.write(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert logged.count == 2 and "DeprecationWarning: from the main thread" in text and "UserWarning: from a worker" in text
+    assert logged.summary(path) == f"2 warning(s) from nbgrader and its libraries, kept in {path}"
+    with captured() as quiet:
+        pass
+    assert quiet.write(tmp_path) is None and not path.exists(), "an old log is removed, no empty one written"
+    assert quiet.summary(None) == ""
