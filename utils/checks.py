@@ -36,6 +36,12 @@ _tensor_size = _TensorBase.size
 _tensor_tolist = _TensorBase.tolist
 _no_torch_function = torch._C.DisableTorchFunction
 _no_torch_dispatch = getattr(torch._C, "_DisableTorchDispatch", None)
+_tensor_vars = torch.Tensor.__dict__["__dict__"].__get__
+_torch_device = torch.device
+# A tensor that crossed from the student's process to the judge is decoded on the CPU, and the device
+# it lived on there is kept in this attribute (``autograder.wire.DEVICE_ATTRIBUTE``), so that a device
+# check gives the same verdict in the judge as in the student's kernel.
+_WIRE_DEVICE = "_wire_device"
 _ndarray = np.ndarray
 _ndarray_shape = np.ndarray.__dict__["shape"].__get__
 _ndarray_tolist = np.ndarray.tolist
@@ -139,10 +145,21 @@ def _short(value: Any, limit: int = 300) -> str:
 def _kind(value: Any) -> str:
     __tracebackhide__ = True
     if type(value) is _Tensor:
-        return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_tensor_device(value)})"
+        return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_device(value)})"
     if type(value) is _ndarray:
         return f"numpy.ndarray(shape={_shape(value)})"
     return type(value).__name__
+
+
+def _device(tensor) -> torch.device:
+    """Where the tensor lives, or lived before it crossed to the judge (see ``_WIRE_DEVICE``)."""
+    __tracebackhide__ = True
+    actual = _tensor_device(tensor)
+    if actual.type == "cpu":
+        recorded = _tensor_vars(tensor).get(_WIRE_DEVICE)
+        if type(recorded) is str:
+            return _torch_device(recorded)
+    return actual
 
 
 def _dtype_family(dtype: torch.dtype) -> str:
@@ -185,8 +202,8 @@ def assert_tensor(
             _fail(name, f"expected dtype {dtype}, got {actual_dtype}.", hint)
     if device is not None:
         wanted = device if isinstance(device, str) else device.type
-        if _tensor_device(actual).type != wanted.split(":")[0]:
-            _fail(name, f"expected a tensor on {wanted}, got one on {_tensor_device(actual)}.", hint)
+        if _device(actual).type != wanted.split(":")[0]:
+            _fail(name, f"expected a tensor on {wanted}, got one on {_device(actual)}.", hint)
 
 
 def assert_close(
@@ -212,7 +229,7 @@ def assert_close(
     """
     __tracebackhide__ = True
     if type(expected) is _Tensor:
-        assert_tensor(actual, name=name, shape=_shape(expected), device=_tensor_device(expected).type, hint=hint)
+        assert_tensor(actual, name=name, shape=_shape(expected), device=_device(expected).type, hint=hint)
         if _tensor_dtype(expected).is_floating_point and not _tensor_dtype(actual).is_floating_point:
             _fail(name, f"expected a floating-point tensor, got dtype {_tensor_dtype(actual)}.", hint)
         _compare_values(_tensor_values(actual), _tensor_values(expected), _shape(expected),
