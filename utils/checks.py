@@ -126,19 +126,36 @@ def _shape(value) -> tuple:
     return tuple(_ndarray_shape(value))
 
 
-def _short_list(values: list, shape: tuple, limit: int = 12) -> str:
+def _short_list(values: list, shape: tuple, limit: int = 12, start: int = 0) -> str:
+    """Up to ``limit`` values from flat position ``start`` on (the first mismatch), saying where they start."""
     __tracebackhide__ = True
-    shown = ", ".join(f"{v:.6g}" if type(v) is float else repr(v) for v in values[:limit])
-    more = f", ... ({len(values)} values)" if len(values) > limit else ""
-    return f"[{shown}{more}] (shape {shape})"
+    shown = ", ".join(f"{v:.6g}" if type(v) is float else repr(v) for v in values[start:start + limit])
+    before = "..., " if start else ""
+    more = ", ..." if len(values) > start + limit else ""
+    where = f"from index {_unravel(start, shape)}, " if start else ""
+    return f"[{before}{shown}{more}] ({where}{len(values)} values, shape {shape})"
+
+
+def _unravel(flat: int, shape: tuple) -> tuple:
+    """The index in an array of ``shape`` of the value at position ``flat`` of its flattened values."""
+    __tracebackhide__ = True
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size)
+        flat //= size
+    return tuple(reversed(index))
 
 
 def _short(value: Any, limit: int = 300) -> str:
     __tracebackhide__ = True
     if type(value) is _Tensor:
         return _short_list(_tensor_values(value), _shape(value))
-    text = repr(value) if type(value) in (int, float, str, bytes, bool, list, tuple, dict, set, frozenset, type(None)) \
-        else f"<{type(value).__name__} object>"
+    if type(value) in (int, float, str, bytes, bool, list, tuple, dict, set, frozenset, type(None)):
+        text = repr(value)
+    elif issubclass(type(value), _numpy_generic) and type(value).__module__ == "numpy":
+        text = f"numpy.{type(value).__name__}({value.item()!r})"
+    else:
+        text = f"<{type(value).__name__} object>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -307,16 +324,12 @@ def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, at
     worst = f"{max(finite):.3g}" if finite else "not finite"
     first = bad[0]
     got, want = float(actual[first]), float(expected[first])
-    index = []
-    for size in reversed(shape):
-        index.append(first % size)
-        first //= size
     _fail(
         name,
         f"{len(bad)} of {len(expected)} values differ (largest difference {worst}, atol={atol:g}, rtol={rtol:g}). "
-        f"First mismatch at index {tuple(reversed(index))}: expected {_pair(got, want)[1]}, "
+        f"First mismatch at index {_unravel(first, shape)}: expected {_pair(got, want)[1]}, "
         f"got {_pair(got, want)[0]}.\n"
-        f"expected: {_short_list(expected, shape)}\ngot:      {_short_list(actual, shape)}",
+        f"expected: {_short_list(expected, shape, start=first)}\ngot:      {_short_list(actual, shape, start=first)}",
         hint,
     )
 
@@ -330,7 +343,29 @@ def assert_equal(actual: Any, expected: Any, *, name: str, hint: str | None = No
     __tracebackhide__ = True
     problem = _plain_difference(actual, expected, path="")
     if problem:
-        _fail(name, f"{problem}\nexpected: {_short(expected)}\ngot:      {_short(actual)}", hint)
+        start = _first_differing_item(actual, expected)
+        _fail(name, f"{problem}\nexpected: {_short_from(expected, start)}\ngot:      {_short_from(actual, start)}", hint)
+
+
+def _first_differing_item(actual: Any, expected: Any) -> int:
+    """The position of the first item at which two lists or tuples differ (0 for anything else)."""
+    __tracebackhide__ = True
+    if type(actual) is not type(expected) or type(expected) not in (list, tuple):
+        return 0
+    for index, (a, e) in enumerate(zip(actual, expected)):
+        if _plain_difference(a, e, path="") is not None:
+            return index
+    return min(len(actual), len(expected))
+
+
+def _short_from(value: Any, start: int, limit: int = 300) -> str:
+    """``_short(value)``, or for a list or tuple its items from position ``start`` on (the first mismatch)."""
+    __tracebackhide__ = True
+    if not start:
+        return _short(value, limit)
+    text = _short(type(value)(value[start:]), limit)
+    rest = text[1:-1].rstrip(",")
+    return f"{text[0]}...{', ' + rest if rest else ''}{text[-1]} (from index {start} of {len(value)} items)"
 
 
 _PLAIN_SCALARS = (int, float, str, bytes, bool, type(None))
