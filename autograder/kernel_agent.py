@@ -71,7 +71,7 @@ class Agent:
         return self.resolve(spec.get("ref"))
 
     def value(self, encoded):
-        return wire.decode(encoded, self.resolve, resolve_global=self._global)
+        return wire.decode(encoded, self.resolve, resolve_global=self._global, restore_devices=True)
 
     def _global(self, name: str):
         return self.target({"name": name})

@@ -3,8 +3,12 @@
 One JSON object per message, on one line. Values are encoded as plain JSON where JSON can hold them,
 and as tagged objects otherwise:
 
-* ``{"$": "tensor", "dtype": "float32", "shape": [2, 3], "data": "<base64>", "grad": false}``
+* ``{"$": "tensor", "dtype": "float32", "shape": [2, 3], "data": "<base64>", "grad": false}``, plus
+  ``"device": "cuda:0"`` for a tensor that lived on another device than the CPU and ``"parameter": true``
+  for an ``nn.Parameter`` (any other subclass of ``torch.Tensor`` travels as a plain tensor)
 * ``{"$": "ndarray", "dtype": "<f8", "shape": [...], "data": "<base64>"}``
+* ``{"$": "npscalar", "dtype": "<i8", "data": "<base64>"}``: a NumPy number (``numpy.int64``,
+  ``numpy.float32``, ``numpy.bool_``...), which arrives as the same NumPy type, not as a Python number
 * ``{"$": "float", "v": "inf"}`` (NaN and the infinities, which JSON lacks)
 * ``{"$": "bytes", "data": "<base64>"}``, ``{"$": "tuple", "items": [...]}``,
   ``{"$": "dict", "items": [[key, value], ...]}`` (keys: str, int, float, bool, None, tuples of them)
@@ -15,6 +19,15 @@ and as tagged objects otherwise:
 ``decode`` is the judge's side: it trusts nothing. It checks every tag, type, size and depth and
 raises ``WireError`` on anything else, so a forged or malformed message is that submission's error,
 never the grader's. It builds only plain tensors, arrays and Python data (no pickle, ever).
+
+**Types arrive as they left**: a Python ``bool`` stays a ``bool`` (not an ``int``), an ``int`` an ``int``,
+a ``float`` a ``float``, a NumPy scalar the same NumPy scalar type, an array its dtype, a tensor its
+dtype, ``requires_grad`` and ``nn.Parameter``-ness, so a check of a result's type gives the same verdict
+in the judge as in the student's kernel. A tensor is always decoded on the CPU (the judge may have no
+GPU); the device it lived on is kept with it (``device_of``): ``utils.checks`` reads it, so
+``assert_tensor(..., device="cpu")`` fails in the judge for a tensor that was on ``cuda`` in the student's
+process, as it does there. The student's side (``decode(..., restore_devices=True)``) puts such a tensor
+back on its device when that device exists there.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from __future__ import annotations
 import base64
 import functools
 import math
+import re
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024   # one message on the wire
 MAX_DEPTH = 20                         # nesting of lists/dicts
@@ -32,6 +46,21 @@ _TENSOR_DTYPES = {
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "uint8", "int8", "int16", "int32", "int64", "bool",
 }
+
+
+# The attribute of a decoded tensor that records the device it lived on (absent: it lived on the CPU).
+DEVICE_ATTRIBUTE = "_wire_device"
+
+
+def device_of(tensor) -> str:
+    """The device a tensor lives on, or lived on before it crossed the wire (``"cpu"``, ``"cuda:0"``...)."""
+    import torch
+
+    actual = str(torch._C.TensorBase.__dict__["device"].__get__(tensor))
+    if actual != "cpu":
+        return actual
+    held = vars(tensor).get(DEVICE_ATTRIBUTE)
+    return held if type(held) is str else actual
 
 
 class WireError(ValueError):
@@ -78,12 +107,13 @@ def _encoders() -> tuple:
         return lambda value: isinstance(value, kind)
 
     return (
+        (_is_numpy_number, _encode_numpy_scalar),   # before float: numpy.float64 is a float
         (_is_json_scalar, _as_is),
         (instance_of(float), _encode_float),
         (instance_of(Ref), _encode_ref),
         (instance_of(torch.Tensor), _encode_tensor),
         (instance_of(np.ndarray), _encode_ndarray),
-        (instance_of(np.generic), _encode_numpy_scalar),
+        (instance_of(np.generic), _encode_numpy_other),
         (instance_of(bytes), _encode_bytes),
         (instance_of(torch.dtype), _encode_dtype),
         (instance_of(torch.Generator), _encode_generator),
@@ -96,6 +126,12 @@ def _encoders() -> tuple:
 
 # One function per kind of value: ``(value, remember, depth)``, ``depth`` the value's own depth (its
 # items are encoded one deeper).
+
+
+def _is_numpy_number(value) -> bool:
+    import numpy as np
+
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
 
 
 def _is_json_scalar(value) -> bool:
@@ -125,6 +161,11 @@ def _encode_ndarray(value, remember, depth):
 
 
 def _encode_numpy_scalar(value, remember, depth):
+    return {"$": "npscalar", "dtype": value.dtype.str, "data": base64.b64encode(value.tobytes()).decode("ascii")}
+
+
+def _encode_numpy_other(value, remember, depth):
+    """A NumPy scalar that is not a number (``numpy.str_``, ``numpy.datetime64``...): as its Python value."""
     return encode(value.item(), remember, depth + 1)
 
 
@@ -181,15 +222,26 @@ def _encode_tensor(tensor, remember=None, depth: int = 0):
         raw = plain.view(torch.int16).numpy().tobytes()
     else:
         raw = plain.numpy().tobytes()
-    return {"$": "tensor", "dtype": name, "shape": list(plain.shape), "data": base64.b64encode(raw).decode("ascii"),
-            "grad": bool(tensor.requires_grad)}
+    encoded = {"$": "tensor", "dtype": name, "shape": list(plain.shape), "data": base64.b64encode(raw).decode("ascii"),
+               "grad": bool(tensor.requires_grad)}
+    device = device_of(tensor)
+    if device != "cpu":
+        encoded["device"] = device
+    if type(tensor) is torch.nn.Parameter:
+        encoded["parameter"] = True
+    return encoded
 
 
 # ----------------------------------------------------------------------------------------------
 # Decoding. ``resolve`` maps a ref id to an object (kernel side) or wraps it (judge side).
 
 
-def decode(value, resolve=None, depth: int = 0, resolve_global=None):
+def decode(value, resolve=None, depth: int = 0, resolve_global=None, *, restore_devices: bool = False):
+    """The value an encoded message stands for. ``restore_devices`` (the student's side): a tensor sent
+    from another device goes back to it when this process has that device; otherwise (the judge) it
+    stays on the CPU with its device recorded (``device_of``)."""
+    if restore_devices:
+        return _with_devices_restored(decode(value, resolve, depth, resolve_global))
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
     kind = type(value)
@@ -276,6 +328,36 @@ def _decode_ref(value: dict, resolve, depth: int, resolve_global):
     return resolve(ident)
 
 
+def _with_devices_restored(value):
+    """``value`` with each tensor that records another device moved there, where this process has it."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return _restored(value)
+    if type(value) is list:
+        return [_with_devices_restored(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_with_devices_restored(v) for v in value)
+    if type(value) is dict:
+        return {k: _with_devices_restored(v) for k, v in value.items()}
+    return value
+
+
+def _restored(tensor):
+    import torch
+
+    device = vars(tensor).get(DEVICE_ATTRIBUTE)
+    if device is None:
+        return tensor
+    try:
+        moved = tensor.detach().to(device)
+    except (RuntimeError, AssertionError, ValueError):   # no such device here: keep the record
+        return tensor
+    if type(tensor) is torch.nn.Parameter:
+        return torch.nn.Parameter(moved, requires_grad=tensor.requires_grad)
+    return moved.requires_grad_(tensor.requires_grad) if tensor.requires_grad else moved
+
+
 def _list(value: dict, key: str) -> list:
     items = value.get(key)
     if type(items) is not list or len(items) > MAX_ITEMS:
@@ -324,8 +406,16 @@ def _decode_tensor(value: dict, resolve=None, depth: int = 0, resolve_global=Non
     tensor = flat.clone().reshape(shape)
     if name == "bfloat16":
         tensor = tensor.view(torch.bfloat16)
-    if value.get("grad") is True and tensor.is_floating_point():
+    grad = value.get("grad") is True and (tensor.is_floating_point() or tensor.is_complex())
+    if value.get("parameter") is True:
+        tensor = torch.nn.Parameter(tensor, requires_grad=grad)
+    elif grad:
         tensor.requires_grad_(True)
+    device = value.get("device", "cpu")
+    if type(device) is not str or len(device) > 40 or not _DEVICE_NAME.fullmatch(device):
+        raise WireError("bad tensor device")
+    if device != "cpu":
+        setattr(tensor, DEVICE_ATTRIBUTE, device)
     return tensor
 
 
@@ -348,8 +438,25 @@ def _decode_ndarray(value: dict, resolve=None, depth: int = 0, resolve_global=No
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
+def _decode_numpy_scalar(value: dict, resolve=None, depth: int = 0, resolve_global=None):
+    import numpy as np
+
+    try:
+        dtype = np.dtype(value.get("dtype"))
+    except TypeError:
+        raise WireError("bad NumPy scalar dtype") from None
+    if dtype.kind not in "biufc" or dtype.hasobject or dtype.shape:
+        raise WireError("bad NumPy scalar dtype")
+    raw = _b64(value.get("data"))
+    if len(raw) != dtype.itemsize:
+        raise WireError("NumPy scalar data does not match its dtype")
+    return np.frombuffer(raw, dtype=dtype)[0]
+
+
+_DEVICE_NAME = re.compile(r"[a-z_]+(:[0-9]{1,3})?")
+
 _DECODERS = {
     "float": _decode_float, "tuple": _decode_tuple, "dict": _decode_dict, "bytes": _decode_bytes,
-    "tensor": _decode_tensor, "ndarray": _decode_ndarray, "dtype": _decode_dtype, "generator": _decode_generator,
+    "tensor": _decode_tensor, "ndarray": _decode_ndarray, "npscalar": _decode_numpy_scalar, "dtype": _decode_dtype, "generator": _decode_generator,
     "global": _decode_global, "ref": _decode_ref,
 }

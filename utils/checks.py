@@ -36,6 +36,12 @@ _tensor_size = _TensorBase.size
 _tensor_tolist = _TensorBase.tolist
 _no_torch_function = torch._C.DisableTorchFunction
 _no_torch_dispatch = getattr(torch._C, "_DisableTorchDispatch", None)
+_tensor_vars = torch.Tensor.__dict__["__dict__"].__get__
+_torch_device = torch.device
+# A tensor that crossed from the student's process to the judge is decoded on the CPU, and the device
+# it lived on there is kept in this attribute (``autograder.wire.DEVICE_ATTRIBUTE``), so that a device
+# check gives the same verdict in the judge as in the student's kernel.
+_WIRE_DEVICE = "_wire_device"
 _ndarray = np.ndarray
 _ndarray_shape = np.ndarray.__dict__["shape"].__get__
 _ndarray_tolist = np.ndarray.tolist
@@ -120,29 +126,57 @@ def _shape(value) -> tuple:
     return tuple(_ndarray_shape(value))
 
 
-def _short_list(values: list, shape: tuple, limit: int = 12) -> str:
+def _short_list(values: list, shape: tuple, limit: int = 12, start: int = 0) -> str:
+    """Up to ``limit`` values from flat position ``start`` on (the first mismatch), saying where they start."""
     __tracebackhide__ = True
-    shown = ", ".join(f"{v:.6g}" if type(v) is float else repr(v) for v in values[:limit])
-    more = f", ... ({len(values)} values)" if len(values) > limit else ""
-    return f"[{shown}{more}] (shape {shape})"
+    shown = ", ".join(f"{v:.6g}" if type(v) is float else repr(v) for v in values[start:start + limit])
+    before = "..., " if start else ""
+    more = ", ..." if len(values) > start + limit else ""
+    where = f"from index {_unravel(start, shape)}, " if start else ""
+    return f"[{before}{shown}{more}] ({where}{len(values)} values, shape {shape})"
+
+
+def _unravel(flat: int, shape: tuple) -> tuple:
+    """The index in an array of ``shape`` of the value at position ``flat`` of its flattened values."""
+    __tracebackhide__ = True
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size)
+        flat //= size
+    return tuple(reversed(index))
 
 
 def _short(value: Any, limit: int = 300) -> str:
     __tracebackhide__ = True
     if type(value) is _Tensor:
         return _short_list(_tensor_values(value), _shape(value))
-    text = repr(value) if type(value) in (int, float, str, bytes, bool, list, tuple, dict, set, frozenset, type(None)) \
-        else f"<{type(value).__name__} object>"
+    if type(value) in (int, float, str, bytes, bool, list, tuple, dict, set, frozenset, type(None)):
+        text = repr(value)
+    elif issubclass(type(value), _numpy_generic) and type(value).__module__ == "numpy":
+        text = f"numpy.{type(value).__name__}({value.item()!r})"
+    else:
+        text = f"<{type(value).__name__} object>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _kind(value: Any) -> str:
     __tracebackhide__ = True
     if type(value) is _Tensor:
-        return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_tensor_device(value)})"
+        return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_device(value)})"
     if type(value) is _ndarray:
         return f"numpy.ndarray(shape={_shape(value)})"
     return type(value).__name__
+
+
+def _device(tensor) -> torch.device:
+    """Where the tensor lives, or lived before it crossed to the judge (see ``_WIRE_DEVICE``)."""
+    __tracebackhide__ = True
+    actual = _tensor_device(tensor)
+    if actual.type == "cpu":
+        recorded = _tensor_vars(tensor).get(_WIRE_DEVICE)
+        if type(recorded) is str:
+            return _torch_device(recorded)
+    return actual
 
 
 def _dtype_family(dtype: torch.dtype) -> str:
@@ -185,8 +219,8 @@ def assert_tensor(
             _fail(name, f"expected dtype {dtype}, got {actual_dtype}.", hint)
     if device is not None:
         wanted = device if isinstance(device, str) else device.type
-        if _tensor_device(actual).type != wanted.split(":")[0]:
-            _fail(name, f"expected a tensor on {wanted}, got one on {_tensor_device(actual)}.", hint)
+        if _device(actual).type != wanted.split(":")[0]:
+            _fail(name, f"expected a tensor on {wanted}, got one on {_device(actual)}.", hint)
 
 
 def assert_close(
@@ -212,7 +246,7 @@ def assert_close(
     """
     __tracebackhide__ = True
     if type(expected) is _Tensor:
-        assert_tensor(actual, name=name, shape=_shape(expected), device=_tensor_device(expected).type, hint=hint)
+        assert_tensor(actual, name=name, shape=_shape(expected), device=_device(expected).type, hint=hint)
         if _tensor_dtype(expected).is_floating_point and not _tensor_dtype(actual).is_floating_point:
             _fail(name, f"expected a floating-point tensor, got dtype {_tensor_dtype(actual)}.", hint)
         _compare_values(_tensor_values(actual), _tensor_values(expected), _shape(expected),
@@ -290,16 +324,12 @@ def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, at
     worst = f"{max(finite):.3g}" if finite else "not finite"
     first = bad[0]
     got, want = float(actual[first]), float(expected[first])
-    index = []
-    for size in reversed(shape):
-        index.append(first % size)
-        first //= size
     _fail(
         name,
         f"{len(bad)} of {len(expected)} values differ (largest difference {worst}, atol={atol:g}, rtol={rtol:g}). "
-        f"First mismatch at index {tuple(reversed(index))}: expected {_pair(got, want)[1]}, "
+        f"First mismatch at index {_unravel(first, shape)}: expected {_pair(got, want)[1]}, "
         f"got {_pair(got, want)[0]}.\n"
-        f"expected: {_short_list(expected, shape)}\ngot:      {_short_list(actual, shape)}",
+        f"expected: {_short_list(expected, shape, start=first)}\ngot:      {_short_list(actual, shape, start=first)}",
         hint,
     )
 
@@ -313,7 +343,29 @@ def assert_equal(actual: Any, expected: Any, *, name: str, hint: str | None = No
     __tracebackhide__ = True
     problem = _plain_difference(actual, expected, path="")
     if problem:
-        _fail(name, f"{problem}\nexpected: {_short(expected)}\ngot:      {_short(actual)}", hint)
+        start = _first_differing_item(actual, expected)
+        _fail(name, f"{problem}\nexpected: {_short_from(expected, start)}\ngot:      {_short_from(actual, start)}", hint)
+
+
+def _first_differing_item(actual: Any, expected: Any) -> int:
+    """The position of the first item at which two lists or tuples differ (0 for anything else)."""
+    __tracebackhide__ = True
+    if type(actual) is not type(expected) or type(expected) not in (list, tuple):
+        return 0
+    for index, (a, e) in enumerate(zip(actual, expected)):
+        if _plain_difference(a, e, path="") is not None:
+            return index
+    return min(len(actual), len(expected))
+
+
+def _short_from(value: Any, start: int, limit: int = 300) -> str:
+    """``_short(value)``, or for a list or tuple its items from position ``start`` on (the first mismatch)."""
+    __tracebackhide__ = True
+    if not start:
+        return _short(value, limit)
+    text = _short(type(value)(value[start:]), limit)
+    rest = text[1:-1].rstrip(",")
+    return f"{text[0]}...{', ' + rest if rest else ''}{text[-1]} (from index {start} of {len(value)} items)"
 
 
 _PLAIN_SCALARS = (int, float, str, bytes, bool, type(None))

@@ -144,3 +144,40 @@ def test_attention_with_the_wrong_transpose_gets_the_course_hint_first(mutant):
 def test_attention_with_the_softmax_over_the_queries_is_told_the_dimension():
     message = _first_visible_failure("03_attention", "scaled_dot_product_attention", "softmax_wrong_axis")
     assert "row sums" in message and "LAST dimension" in message and "dim=-1" in message and "dim=-2" in message
+
+
+def test_a_tensor_preview_starts_at_the_first_mismatch_and_says_its_index():
+    expected = torch.arange(40.0).reshape(5, 8)
+    actual = expected.clone()
+    actual[3, 6] = -1.0
+    with pytest.raises(AssertionError) as failure:
+        checks.assert_close(actual, expected, name="scores")
+    lines = str(failure.value).splitlines()
+    assert "First mismatch at index (3, 6): expected 30, got -1." in lines[0]
+    assert lines[1] == "expected: [..., 30, 31, 32, 33, 34, 35, 36, 37, 38, 39] (from index (3, 6), 40 values, shape (5, 8))"
+    assert lines[2] == "got:      [..., -1, 31, 32, 33, 34, 35, 36, 37, 38, 39] (from index (3, 6), 40 values, shape (5, 8))"
+
+
+def test_a_preview_whose_first_value_differs_starts_at_the_beginning():
+    with pytest.raises(AssertionError) as failure:
+        checks.assert_close(np.array([1.0, 2.0]), np.array([9.0, 2.0]), name="x")
+    assert "expected: [9, 2] (2 values, shape (2,))" in str(failure.value)
+
+
+def test_a_list_preview_starts_at_the_first_differing_item():
+    expected = list(range(200))
+    actual = expected[:120] + [-5] + expected[121:]
+    with pytest.raises(AssertionError) as failure:
+        checks.assert_equal(actual, expected, name="ids")
+    lines = str(failure.value).splitlines()
+    assert lines[0] == "ids: expected 120 at [120], got -5."
+    assert lines[1].startswith("expected: [..., 120, 121, 122") and lines[1].endswith("(from index 120 of 200 items)")
+    assert lines[2].startswith("got:      [..., -5, 121, 122") and lines[2].endswith("(from index 120 of 200 items)")
+    with pytest.raises(AssertionError) as failure:
+        checks.assert_equal([1, 2], [1, 2, 3], name="short")
+    assert "got:      [...] (from index 2 of 2 items)" in str(failure.value)
+
+
+def test_a_numpy_scalar_is_shown_as_one():
+    with pytest.raises(AssertionError, match=r"expected int, got int64\.\nexpected: 3\ngot:      numpy\.int64\(3\)"):
+        checks.assert_equal(np.int64(3), 3, name="count")

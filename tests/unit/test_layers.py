@@ -13,7 +13,7 @@ PACKAGE = Path(autograder.__file__).resolve().parent
 # The process that runs student code, and the judge beside it, must not pull in the batch grader
 # (nbgrader, the gradebook, the CSV): a smaller surface, and no path from a test cell to grades.
 STUDENT_SIDE = {"runner", "kernel_agent", "wire", "serving", "protocol", "sandbox"}
-BATCH = {"grading", "gradebook", "intake", "report", "shards", "demo", "__main__", "build", "check",
+BATCH = {"grading", "gradebook", "intake", "report", "shards", "demo", "__main__", "build", "check", "agreement",
          "class_report", "class_report_page", "report_figures", "mutant_messages"}
 
 

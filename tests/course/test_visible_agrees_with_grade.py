@@ -1,0 +1,56 @@
+"""The grade and the visible test agree on every exercise: each visible test cell, run on the solution and
+on each mutant, passes or fails alike in the student's kernel and in the judge (``autograder.agreement``).
+
+A disagreement means a student sees a visible test pass and still loses its points, or the other way round:
+a value whose type changed on the wire, a device lost, a test cell that reads a notebook variable.
+
+Known disagreements, listed one by one: a mutant that modifies its argument in place fails in the judge
+(which checks every call's by-value arguments) but passes the visible test in the kernel, where a plain
+call cannot see it (CONTRIBUTING.md, "How test cells run", 5). Each is fixed by that visible test calling
+the exercise through ``probes.traced_call`` and checking the arguments; then its line must go (a listed
+pair that agrees, or that no longer disagrees for this reason, fails this test).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.agreement import visible_verdicts
+
+pytestmark = pytest.mark.slow
+
+IN_PLACE = "modified its argument"
+KNOWN_IN_PLACE_ONLY_IN_THE_JUDGE = {
+    "01_next_token": {"log_softmax__shifts_in_place.py"},
+    "03_attention": {"scaled_dot_product_attention__scales_q_in_place.py", "left_padded_causal_mask__lengths_in_place.py"},
+    "04_scaling": {"attention_entropy__clamps_in_place.py", "softmax_jacobian__unsqueezes_in_place.py"},
+    "06_positions": {"apply_rope__rotates_in_place.py"},
+    "07_block": {"LayerNorm__centres_in_place.py"},
+    "08_train_gpt": {"lm_loss__overwrites_ignored_targets.py", "sample_next_token__tempers_in_place.py"},
+    "10_attention_at_scale": {"online_softmax_update__updates_the_running_sum_in_place.py",
+                              "cached_attention__appends_into_the_old_cache.py"},
+    "11_induction_heads": {"pairwise_cosines__normalises_in_place.py"},
+}
+
+
+def _known(assignment: str, verdict) -> bool:
+    return (verdict.mutant in KNOWN_IN_PLACE_ONLY_IN_THE_JUDGE.get(assignment, set())
+            and verdict.kernel_error is None and IN_PLACE in (verdict.judge_error or ""))
+
+
+def test_each_visible_test_gives_the_same_verdict_in_the_kernel_and_in_the_judge(assignment):
+    verdicts = visible_verdicts(assignment)
+    assert verdicts, "no visible test ran"
+    differ = [f"{v.exercise} with {v.mutant or 'the solution'}: in the kernel {v.kernel_error or 'passes'}; "
+              f"in the judge {v.judge_error or 'passes'}" for v in verdicts if not v.agree and not _known(assignment.name, v)]
+    assert not differ, "visible tests whose verdict differs between the kernel and the judge:\n" + "\n".join(differ)
+    stale = KNOWN_IN_PLACE_ONLY_IN_THE_JUDGE.get(assignment.name, set()) - {
+        v.mutant for v in verdicts if not v.agree and _known(assignment.name, v)}
+    assert not stale, f"listed as known disagreements but now agreeing (remove them from the list): {sorted(stale)}"
+    solution_fails = [f"{v.exercise}: {v.kernel_error or v.judge_error}" for v in verdicts
+                      if not v.mutant and (v.kernel_error or v.judge_error)]
+    assert not solution_fails, "the solution fails its own visible tests:\n" + "\n".join(solution_fails)
+    known = sum(_known(assignment.name, v) for v in verdicts)
+    print(f"{assignment.name}: {len(verdicts) - known} of {len(verdicts)} visible-test runs agree "
+          f"({sum(v.kernel_error is not None and v.agree for v in verdicts)} failures in both), "
+          f"{known} known in-place disagreements")
