@@ -24,10 +24,15 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
-from . import conventions
+from . import conventions, cpu_time
 from .judge.session import Session
 from .sandbox import Limits
 from .setup_cell import SETUP_GRADE_ID
+
+
+# A kernel that uses no CPU (waiting on something that never comes) is stopped after this many times
+# the cell's CPU limit in wall-clock seconds: far beyond what a busy machine stretches a cell to.
+WALL_BACKSTOP = 6
 
 
 @dataclass
@@ -52,6 +57,7 @@ class NotebookReport:
     judge_errors: dict[int, str] = field(default_factory=dict)  # judge run of the solution
     judge_seconds: float = 0.0
     mutants: list[MutantResult] = field(default_factory=list)
+    heaviest_cell_seconds: float = 0.0   # kernel run: its longest cell, in CPU seconds
 
 
 def _error_of(outputs) -> str | None:
@@ -62,28 +68,33 @@ def _error_of(outputs) -> str | None:
 
 
 def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = True,
-                 cell_timeout: int = 600) -> NotebookReport:
+                 cell_cpu_limit_s: float = 600) -> NotebookReport:
+    """Both runs of one solution notebook. In the kernel run a cell is stopped after ``cell_cpu_limit_s`` CPU
+    seconds (``cpu_time``), and after ``WALL_BACKSTOP`` times as many wall-clock seconds (a hung kernel)."""
     nb = conventions.read_notebook(assignment.source_path)
     report = NotebookReport(assignment.name, 0.0, conventions.cpu_budget_seconds(nb))
-    _run_in_kernel(nb, assignment, report, cell_timeout)
+    _run_in_kernel(nb, assignment, report, cell_cpu_limit_s)
     _run_in_judge(nb, assignment, report, with_mutants)
     return report
 
 
-def _run_in_kernel(nb, assignment, report: NotebookReport, cell_timeout: int) -> None:
+def _run_in_kernel(nb, assignment, report: NotebookReport, cell_cpu_limit_s: float) -> None:
     os.environ.setdefault("COURSE_OFFLINE", "1")
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    client = NotebookClient(copy.deepcopy(nb), timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            interrupt_on_timeout=True,
+    client = NotebookClient(copy.deepcopy(nb), timeout=int(WALL_BACKSTOP * cell_cpu_limit_s), kernel_name="python3",
+                            allow_errors=True, interrupt_on_timeout=True,
                             resources={"metadata": {"path": str(assignment.source_path.parent)}})
-    with client.setup_kernel():
+    # PyTorch on one thread, as in the grader's runners; the report's seconds are the kernel's CPU seconds.
+    with client.setup_kernel(env=cpu_time.one_thread_environment()):
+        clock = cpu_time.CellClock(getattr(client.km.provisioner, "pid", None), cell_cpu_limit_s)
         for index, original in enumerate(nb.cells):
             if original.cell_type != "code":
                 continue
             cell = copy.deepcopy(original)  # nbclient writes executed cells back: keep the source pristine
-            start = time.perf_counter()
-            client.execute_cell(cell, index)
-            report.seconds += time.perf_counter() - start
+            with clock.cell() as watch:
+                client.execute_cell(cell, index)
+            report.seconds += watch.seconds
+            report.heaviest_cell_seconds = max(report.heaviest_cell_seconds, watch.seconds)
             error = _error_of(cell.get("outputs", []))
             if error:
                 report.cell_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"

@@ -9,7 +9,7 @@ import pytest
 from autograder import submissions
 from autograder.grading import grade
 from autograder.sandbox import Limits
-from conftest import TEST_SANDBOX
+from conftest import TEST_SANDBOX, WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,8 @@ def test_solution_full_marks_and_stub_zero(assignment, tmp_path):
     shutil.copyfile(assignment.release_path, subs / "untouched" / assignment.name / name)
 
     rows = {r.student_id: r for r in grade(subs, tmp_path / "out", workers=2, progress=False,
-                                           limits=Limits(cell_timeout_s=300, notebook_timeout_s=900, sandbox=TEST_SANDBOX))}
+                                           limits=Limits(cell_timeout_s=WALL_CELL_TIMEOUT_S,
+                                                         notebook_timeout_s=WALL_NOTEBOOK_TIMEOUT_S, sandbox=TEST_SANDBOX))}
     solution, untouched = rows["solution"], rows["untouched"]
     assert solution.status == "ok", f"solution graded with status {solution.status}: {solution.detail}"
     assert solution.score == solution.max_score > 0, (

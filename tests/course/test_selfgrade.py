@@ -18,6 +18,7 @@ from autograder import conventions, selfgrade, submissions
 from autograder.build import build
 from autograder.grading import grade
 from autograder.sandbox import Limits, bwrap_available
+from conftest import WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def _self_grade(nb, folder) -> float:
     os.environ.setdefault("MPLBACKEND", "Agg")
     cells = [c for c in nb.cells if selfgrade.CELL_MARKER in c.source]
     assert len(cells) == 1, "the student version must end with the self-grading cell"
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=True,
+    client = NotebookClient(nb, timeout=WALL_CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(folder)}})
     client.execute()
     text = "".join(o.get("text", "") for o in cells[0].outputs if o.get("output_type") == "stream")
@@ -54,7 +55,8 @@ def test_self_grading_gives_the_graders_points(tmp_path):
     subs = tmp_path / "submitted"
     for student, nb in samples.items():
         submissions.write(nb, subs / student / FIRST.name / FIRST.source_path.name)
-    limits = Limits(cell_timeout_s=300, notebook_timeout_s=900, sandbox="auto" if bwrap_available() else "none")
+    limits = Limits(cell_timeout_s=WALL_CELL_TIMEOUT_S, notebook_timeout_s=WALL_NOTEBOOK_TIMEOUT_S,
+                    sandbox="auto" if bwrap_available() else "none")
     graded = {r.student_id: r for r in grade(subs, tmp_path / "out", workers=2, progress=False, limits=limits)}
     for student, nb in samples.items():
         folder = tmp_path / "kernel" / student
