@@ -40,3 +40,99 @@ class RecordingLM(nn.Module):
 
     def reset_calls(self) -> None:
         self.calls = []
+
+
+# --- A training step in a precision, recorded ----------------------------------------------------------------
+
+class StepRecordingLM(nn.Module):
+    """A model, a precision and a loss scaler for tests of a training step, writing into one log.
+
+    ``forward(idx, targets=None) -> (logits, loss)`` is ``utils.markov.BigramLM``'s (same seed, same table;
+    the loss in float32). ``precision`` is like ``utils.precision.Precision``: ``precision.autocast()``
+    enters CPU bfloat16 autocast. ``scaler`` (present when ``scale`` is given) has ``torch.amp.GradScaler``'s
+    four calls with a fixed factor: ``scale(loss)`` returns ``loss * scale``; ``unscale_(optimizer)``
+    divides the gradients by it (once per step); ``step(optimizer)`` unscales if that has not happened,
+    then calls ``optimizer.step()``; ``update()`` ends the step. ``events`` lists, in order: "autocast
+    enter" / "autocast exit", "forward" / "forward in autocast", "backward" / "backward in autocast" (when
+    the gradient reaches the logits), "scale", "unscale_", "step", "update". Plain strings.
+    """
+
+    def __init__(self, vocab_size: int, seed: int = 0, scale: float | None = None):
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        self.table = nn.Parameter(torch.randn(vocab_size, vocab_size, generator=generator))
+        self.events: list[str] = []
+        self.inside_autocast = False
+        self.precision = _RecordingPrecision(self)
+        self.scaler = None if scale is None else _RecordingScaler(self.events, scale)
+
+    def forward(self, idx, targets=None):
+        self.events.append("forward in autocast" if self.inside_autocast else "forward")
+        logits = self.table[idx]
+        if logits.requires_grad:
+            logits.register_hook(self._log_backward)
+        if targets is None:
+            return logits, None
+        return logits, nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+    def _log_backward(self, grad):
+        self.events.append("backward in autocast" if self.inside_autocast else "backward")
+        return grad
+
+
+class _RecordingPrecision:
+    needs_grad_scaler = False
+    dtype = torch.bfloat16
+
+    def __init__(self, model: StepRecordingLM):
+        self._model = model
+
+    def autocast(self):
+        return _RecordedAutocast(self._model)
+
+
+class _RecordedAutocast:
+    def __init__(self, model: StepRecordingLM):
+        self._model, self._autocast = model, torch.autocast("cpu", dtype=torch.bfloat16)
+
+    def __enter__(self):
+        self._model.events.append("autocast enter")
+        self._model.inside_autocast = True
+        self._autocast.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._autocast.__exit__(*exc)
+        self._model.inside_autocast = False
+        self._model.events.append("autocast exit")
+        return False
+
+
+class _RecordingScaler:
+    def __init__(self, events: list, scale: float):
+        self._events, self.scale_factor, self._unscaled = events, float(scale), False
+
+    def scale(self, loss):
+        self._events.append("scale")
+        return loss * self.scale_factor
+
+    def unscale_(self, optimizer):
+        self._events.append("unscale_")
+        if self._unscaled:
+            raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
+        self._unscaled = True
+        with torch.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.grad.div_(self.scale_factor)
+
+    def step(self, optimizer):
+        self._events.append("step")
+        if not self._unscaled:
+            self.unscale_(optimizer)
+        optimizer.step()
+
+    def update(self):
+        self._events.append("update")
+        self._unscaled = False

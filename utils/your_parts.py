@@ -14,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+import torch.nn as nn
 
 # Where each notebook lives, relative to this notebook's folder (the course layout).
 NOTEBOOKS = {
@@ -48,20 +50,39 @@ def load(path, *names: str, quiet: bool = False, instead: str = "PyTorch's") -> 
     the file is missing, an exercise cell fails to run, a name is not defined, or a visible test of the
     exercise defining it fails.
     """
-    path = Path(path)
+    found, reason = attempt(path, *names)
     label = ", ".join(names)
+    if found is None:
+        print(f"your parts: {label}: {reason}; using {instead} instead.")
+    elif not quiet:
+        print(f"your parts: {label} from {Path(path).name} (its visible tests pass).")
+    return found
+
+
+def attempt(path, *names: str) -> tuple[dict | None, str]:
+    """``({name: object}, "")`` when ``names`` load from ``path`` and their visible tests pass, else
+    ``(None, reason)`` with the reason in a few words (no file, a cell that fails, a failing visible test)."""
+    path = Path(path)
     if "solutions" in path.resolve().parts:
-        print(f"your parts: {label}: {path} is in the course's solutions folder, not your work; using {instead} instead.")
-        return None
+        return None, f"{path} is in the course's solutions folder, not your work"
     if not path.is_file():
-        print(f"your parts: {label}: no file {path}; using {instead} instead.")
-        return None
+        return None, f"no file {path}"
     try:
         cells = _cells(path)
     except (OSError, ValueError) as error:
-        print(f"your parts: {label}: cannot read {path} ({error}); using {instead} instead.")
-        return None
+        return None, f"cannot read {path} ({error})"
     namespace: dict = {"__name__": "your_parts", "device": torch.device("cpu")}
+    defined_by, reason = _run_exercises(cells, path, names, namespace)
+    if reason:
+        return None, reason
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        return None, f"{', '.join(missing)} not defined in {path.name}"
+    return _run_visible_tests(cells, path, {f"test_{defined_by[n]}" for n in names}, namespace) or \
+        ({n: namespace[n] for n in names}, "")
+
+
+def _run_exercises(cells, path: Path, names, namespace: dict) -> tuple[dict, str]:
     defined_by: dict[str, str] = {}
     for cell in cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -72,17 +93,15 @@ def load(path, *names: str, quiet: bool = False, instead: str = "PyTorch's") -> 
             with contextlib.redirect_stdout(io.StringIO()):
                 exec(compile(_source(cell), f"{path.name}:{meta.get('grade_id')}", "exec"), namespace)
         except Exception as error:  # the student's cell: any error means "not usable"
-            print(f"your parts: {label}: exercise {meta.get('grade_id')!r} of {path.name} fails to run "
-                  f"({type(error).__name__}: {error}); using {instead} instead.")
-            return None
+            return defined_by, (f"exercise {meta.get('grade_id')!r} of {path.name} fails to run "
+                                f"({type(error).__name__}: {error})")
         for name in names:
             if name in namespace and namespace[name] is not before[name]:
                 defined_by[name] = meta.get("grade_id")
-    missing = [n for n in names if n not in namespace]
-    if missing:
-        print(f"your parts: {', '.join(missing)} not defined in {path.name}; using {instead} instead.")
-        return None
-    tests = {f"test_{defined_by[n]}" for n in names}
+    return defined_by, ""
+
+
+def _run_visible_tests(cells, path: Path, tests: set, namespace: dict) -> tuple[None, str] | None:
     for cell in cells:
         if _grade_id(cell) in tests:
             try:
@@ -90,8 +109,94 @@ def load(path, *names: str, quiet: bool = False, instead: str = "PyTorch's") -> 
                     exec(compile(_source(cell), f"{path.name}:{_grade_id(cell)}", "exec"), namespace)
             except Exception as error:  # a failing visible test: do not use the part
                 first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                print(f"your parts: {label}: {_grade_id(cell)} of {path.name} fails ({first}); using {instead} instead.")
-                return None
-    if not quiet:
-        print(f"your parts: {label} from {path.name} (its visible tests pass).")
-    return {n: namespace[n] for n in names}
+                return None, f"{_grade_id(cell)} of {path.name} fails ({first})"
+    return None
+
+
+# --- Notebook 09: your parts in its GPT ------------------------------------------------------------------
+
+class _RotatedProjection(nn.Module):
+    """Your projection, then your RoPE: the first ``rotated`` blocks of C output features (queries, keys)
+    are split into heads and turned by their positions, as RoPE does to queries and keys."""
+
+    def __init__(self, linear: nn.Linear, rope, n_head: int, rotated: int):
+        super().__init__()
+        self.linear, self.rope, self.n_head, self.rotated = linear, rope, n_head, rotated
+
+    def forward(self, x):
+        y = self.linear(x)
+        B, T, _ = y.shape
+        chunks = list(y.split(self.linear.in_features, dim=-1))
+        for i in range(self.rotated):
+            heads = chunks[i].view(B, T, self.n_head, -1).transpose(1, 2)          # (B, H, T, d)
+            chunks[i] = self.rope(heads).transpose(1, 2).reshape(B, T, -1)
+        return torch.cat(chunks, dim=-1) if len(chunks) > 1 else chunks[0]
+
+
+def attention_part(mha_class):
+    """An attention part for notebook 09's Block, ``(n_embd, n_head, causal=True, rope=None)``, that is
+    your notebook-05 ``MultiHeadAttention(n_embd, n_head, bias=False)`` called with ``causal``; with a
+    RoPE function, your query and key projections (separate or fused) are followed by it, head by head."""
+
+    class YourAttention(nn.Module):
+        def __init__(self, n_embd, n_head, causal=True, rope=None):
+            super().__init__()
+            self.causal, self.mha = causal, mha_class(n_embd, n_head, bias=False)
+            if rope is not None and hasattr(self.mha, "qkv_proj"):
+                self.mha.qkv_proj = _RotatedProjection(self.mha.qkv_proj, rope, n_head, rotated=2)
+            elif rope is not None:
+                self.mha.q_proj = _RotatedProjection(self.mha.q_proj, rope, n_head, rotated=1)
+                self.mha.k_proj = _RotatedProjection(self.mha.k_proj, rope, n_head, rotated=1)
+
+        def forward(self, x):
+            return self.mha(x, causal=self.causal)
+
+    return YourAttention
+
+
+@dataclass
+class Carried:
+    """What notebook 09 builds its model from: ``parts`` (yours where they loaded), ``control`` (PyTorch's
+    parts with the same positions), ``positions``, ``tokenizer`` (your train_bpe/encode/decode or None),
+    and, per part, "yours" or the reason it fell back."""
+
+    parts: dict
+    control: dict
+    positions: str
+    tokenizer: dict | None
+    origin: dict = field(default_factory=dict)
+
+    @property
+    def any_yours(self) -> bool:
+        return any(reason == "yours" for reason in self.origin.values())
+
+    def line(self) -> str:
+        yours = [part for part, reason in self.origin.items() if reason == "yours"]
+        fallen = [f"{part} ({reason})" for part, reason in self.origin.items() if reason != "yours"]
+        return (f"your parts: yours: {', '.join(yours) or 'none'}, and this notebook's GPT, AdamW, clipping and "
+                f"train_step | fell back: {'; '.join(fallen) or 'none'}")
+
+
+def carry_forward(pytorch_parts: dict, notebooks: dict = NOTEBOOKS) -> Carried:
+    """Load every part notebook 09 can take from your earlier notebooks; each that does not load falls back
+    (to ``pytorch_parts``, learned positions, HF tokenizers' BPE), its reason recorded."""
+    parts, origin = dict(pytorch_parts), {}
+    attempts = [("LayerNorm (07)", "07", ("LayerNorm",), "PyTorch's nn.LayerNorm"),
+                ("feed-forward (07)", "07", ("FeedForward",), "PyTorch's"),
+                ("attention (05)", "05", ("MultiHeadAttention",), "PyTorch's"),
+                ("RoPE (06)", "06", ("apply_rope",), "learned positions"),
+                ("BPE tokenizer (02)", "02", ("train_bpe", "encode", "decode"), "HF tokenizers' BPE")]
+    found = {}
+    for part, number, names, instead in attempts:
+        found[part], reason = attempt(notebooks[number], *names)
+        origin[part] = "yours" if found[part] else f"{reason}; {instead} instead"
+    if found["LayerNorm (07)"]:
+        parts["norm"] = found["LayerNorm (07)"]["LayerNorm"]
+    if found["feed-forward (07)"]:
+        parts["ffn"] = found["feed-forward (07)"]["FeedForward"]
+    if found["attention (05)"]:
+        parts["attention"] = attention_part(found["attention (05)"]["MultiHeadAttention"])
+    rope = found["RoPE (06)"]["apply_rope"] if found["RoPE (06)"] else None
+    parts["rope"] = rope
+    return Carried(parts=parts, control=dict(pytorch_parts, rope=rope), positions="rope" if rope else "learned",
+                   tokenizer=found["BPE tokenizer (02)"], origin=origin)

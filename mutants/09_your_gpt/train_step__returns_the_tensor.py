@@ -1,4 +1,6 @@
-"""Returns the loss tensor itself instead of a Python float (it keeps the graph alive)."""
+"""Returns the loss tensor instead of a Python float."""
+import contextlib
+
 import torch
 import torch.nn as nn
 
@@ -32,22 +34,38 @@ def param_groups(model, weight_decay):
             {"params": [named[n] for n in no_decay], "weight_decay": 0.0}]
 
 
-def train_step(model, optimizer, x, y, lr, max_norm=1.0):
+def train_step(model, optimizer, x, y, lr, max_norm=1.0, precision=None, scaler=None):
     """One optimisation step of a language model; returns the batch's loss before the update.
 
     Args:
         model: nn.Module called as model(x, y) -> (logits, loss). optimizer: a torch.optim.Optimizer over
         its parameters (any number of groups). x, y: int64 tensors (B, T). lr: float, this step's learning
         rate. max_norm: float > 0, the gradient clipping threshold (global norm).
+        precision: None, or an object whose precision.autocast() returns a context manager (a
+        utils.precision.Precision): the forward, and only the forward, runs inside
+        `with precision.autocast():`; backward, clipping and the update come after it, outside.
+        scaler: None, or a loss scaler with torch.amp.GradScaler's methods (float16 needs one): the
+        backward runs on scaler.scale(loss); scaler.unscale_(optimizer) comes before the clipping (which
+        must see the true gradients); scaler.step(optimizer) then scaler.update() replace optimizer.step().
     Returns:
-        A Python float: the loss. Effects, in order: every group's "lr" set to lr; gradients cleared;
-        forward; backward; gradients clipped to global norm max_norm; optimizer.step().
+        A Python float: the loss (unscaled). Effects, in order: every group's "lr" set to lr; gradients
+        cleared; forward; backward; gradients clipped to global norm max_norm; optimizer.step() (with a
+        scaler: scale, backward, unscale_, clip, step, update).
     """
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
-    _, loss = model(x, y)
-    loss.backward()
+    with precision.autocast() if precision is not None else contextlib.nullcontext():
+        _, loss = model(x, y)
+    if scaler is None:
+        loss.backward()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
     torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-    optimizer.step()
+    if scaler is None:
+        optimizer.step()
+    else:
+        scaler.step(optimizer)
+        scaler.update()
     return loss
