@@ -385,8 +385,13 @@ def test_failed_hidden_tests_say_why(graded):
     _, out, _ = graded
     html_text = (out / "feedback" / "bdb_quit" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "test_double_hidden" in html_text and "BdbQuit" in html_text
-    html_text = (out / "feedback" / "patch_numpy_testing" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    html_text = (out / "feedback" / "torch_function_mode" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "values differ" in html_text, "a failed hidden test should show the judge's message (expected vs got)"
+    # Code that writes into modules (numpy here) makes the runner's reports unbelievable (issue 28): the
+    # page says why every check of unchanged inputs failed.
+    html_text = (out / "feedback" / "patch_numpy_testing" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    said = "double: the grader cannot check that your code leaves its inputs unchanged (reaches into the grader"
+    assert said in html_text or said.replace("'", "&#x27;") in html_text
 
 
 def test_grades_csv_is_safe_for_spreadsheets(graded):
