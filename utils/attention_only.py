@@ -19,6 +19,8 @@ For looking inside:
   ``(B, n_head, T, d_head)``, just before the output projection: a forward hook there sees (and may
   replace) what each head writes;
 * ``model.patterns(idx)``: every layer's attention patterns, ``(B, n_head, T, T)`` each;
+* ``model.modes``: one dict ``{"grad_enabled": bool, "training": bool}`` per call of the model (a test
+  instrument: was autograd recording, was the module in training mode during that call?);
 * ``model.ov_weights(layer)``: ``(W_E, W_V, W_O, W_U)`` in the row-vector convention
   (``x @ W``) of notebook 11.
 
@@ -80,6 +82,7 @@ class AttentionOnlyTransformer(nn.Module):
         self.layers = nn.ModuleList(CausalSelfAttention(d_model, n_head) for _ in range(n_layer))
         self.unembed = nn.Linear(d_model, vocab_size, bias=False)   # PyTorch's default initialisation
         torch.random.set_rng_state(state)
+        self.modes: list[dict] = []
 
     def _positions(self, idx: torch.Tensor) -> torch.Tensor:
         return self.pos(torch.arange(idx.shape[1], device=idx.device))
@@ -95,6 +98,7 @@ class AttentionOnlyTransformer(nn.Module):
         return x
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        self.modes.append({"grad_enabled": bool(torch.is_grad_enabled()), "training": bool(self.training)})
         return self.unembed(self.residual(idx))
 
     @torch.no_grad()

@@ -12,7 +12,8 @@ a head tied to the token embedding). Its attention has two paths:
   exercise (notebook 10).
 
 It records the shape of every ``idx`` it is called with in ``calls`` (a test instrument: did a loop
-feed one token per step?). This module holds no exercise solution.
+feed one token per step?), and in ``modes`` one dict ``{"grad_enabled": bool, "training": bool}`` per
+call: whether autograd was recording and whether the module was in training mode during that call. This module holds no exercise solution.
 """
 
 from __future__ import annotations
@@ -79,9 +80,11 @@ class TinyGPT(nn.Module):
                 nn.init.zeros_(parameter)
         torch.random.set_rng_state(generator_state)
         self.calls: list[tuple[int, ...]] = []
+        self.modes: list[dict] = []
 
     def forward(self, idx: torch.Tensor, caches: list | None = None):
         self.calls.append(tuple(idx.shape))
+        self.modes.append({"grad_enabled": bool(torch.is_grad_enabled()), "training": bool(self.training)})
         cached = caches is not None
         if cached and (self.attention is None or len(caches) != self.n_layer):
             raise ValueError("the cached path needs attention= at construction and one cache entry per layer")
