@@ -5,6 +5,10 @@
 * ``tiny_shakespeare()``: the classic 1 MB character-level corpus. Downloaded once into a cache
   folder when the machine is online; otherwise (or when ``COURSE_OFFLINE=1``) it falls back to
   ``python_docs()`` and says so.
+* ``python_stdlib_corpus()``: a GPU-sized offline corpus, the Python standard library's own ``.py``
+  sources (tens of MB on a full install, about 12 MB where the ``test`` package is left out, as in
+  Debian's and Ubuntu's Pythons) plus the help topics, identical files once, split into training and
+  validation *by file*, so no file has lines on both sides. Same Python version, same corpus.
 * ``download_corpus(name)``: Tiny Shakespeare or WikiText-2 (raw), downloaded once, checked against a
   pinned SHA-256, cached; when the download is impossible or the file does not match, a message says
   why and the Python docs are returned instead (``fallback=False`` raises instead).
@@ -12,9 +16,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
+import sysconfig
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -131,3 +137,78 @@ def train_validation_split(text: str, validation_fraction: float = 0.1) -> tuple
         raise ValueError(f"validation_fraction must lie strictly between 0 and 1, got {validation_fraction}")
     cut = int(len(text) * (1.0 - validation_fraction))
     return text[:cut], text[cut:]
+
+
+# --- the Python standard library as a corpus -------------------------------------------------------
+
+# Folders of the standard library that are not the standard library's own source.
+_NOT_STDLIB = {"site-packages", "dist-packages", "__pycache__"}
+# pydoc_data/topics.py is the help topics as a Python dict literal: the corpus takes their prose instead.
+_HELP_TOPICS_SOURCE = "pydoc_data/topics.py"
+HELP_TOPICS_NAME = "pydoc_data/topics (help text)"
+
+
+def stdlib_root() -> Path:
+    """The folder of this Python's standard library (``sysconfig``'s ``stdlib`` path)."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+@functools.lru_cache(maxsize=4)
+def python_stdlib_files(root: str | Path | None = None) -> tuple[tuple[str, str], ...]:
+    """``(relative path, text)`` of every distinct ``.py`` file under the standard library, sorted by path.
+
+    Installed packages (``site-packages``) and caches are left out, so are files that are not UTF-8;
+    a file whose bytes equal an earlier one's (in path order) is kept once. The help topics' prose
+    (``python_docs()``) stands in for ``pydoc_data/topics.py`` under the name ``HELP_TOPICS_NAME``.
+    ``root`` (default: ``stdlib_root()``) is for tests. Cached: a second call reads nothing.
+    """
+    base = Path(root) if root is not None else stdlib_root()
+    files, seen = [], set()
+    for relative in _python_sources(base):
+        raw = (base / relative).read_bytes()
+        digest = hashlib.sha256(raw).digest()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        files.append((HELP_TOPICS_NAME, python_docs()) if relative == _HELP_TOPICS_SOURCE else (relative, text))
+    return tuple(sorted(files))
+
+
+def _python_sources(base: Path) -> list[str]:
+    """Relative POSIX paths of the ``.py`` files under ``base``, sorted; installed packages not entered."""
+    found = []
+    for folder, subfolders, names in os.walk(base):
+        subfolders[:] = [name for name in subfolders if name not in _NOT_STDLIB]
+        where = Path(folder).relative_to(base)
+        found += [(where / name).as_posix() for name in names if name.endswith(".py")]
+    return sorted(found)
+
+
+def is_validation_file(relative_path: str, validation_fraction: float = 0.1) -> bool:
+    """Whether a file belongs to the validation side: decided by a hash of its path alone.
+
+    The same path always lands on the same side, whatever else the folder holds, on every machine.
+    """
+    position = int.from_bytes(hashlib.sha256(relative_path.encode("utf-8")).digest()[:8], "big") / 2.0**64
+    return position < validation_fraction
+
+
+@functools.lru_cache(maxsize=4)
+def python_stdlib_corpus(validation_fraction: float = 0.1, root: str | Path | None = None) -> tuple[str, str]:
+    """``(train_text, validation_text)``: the standard library's sources split by file (no file on both sides).
+
+    The files of ``python_stdlib_files(root)`` in path order, each followed by a blank line; a file
+    goes to validation when ``is_validation_file(path, validation_fraction)``, so the validation share
+    of the *bytes* is near ``validation_fraction`` but not exactly it (files differ in size).
+    Deterministic for a given Python installation; cached in memory.
+    """
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must lie strictly between 0 and 1, got {validation_fraction}")
+    train, validation = [], []
+    for relative, text in python_stdlib_files(root):
+        (validation if is_validation_file(relative, validation_fraction) else train).append(text.rstrip("\n") + "\n\n")
+    return "".join(train), "".join(validation)
