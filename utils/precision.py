@@ -13,8 +13,8 @@
 
 ``COURSE_GPU_CONFIG_ON_CPU=1`` is the one setting that makes a notebook's GPU configuration
 (``if gpu_configuration(device):``) run on the CPU, in CI: ``gpu_configuration`` answers True,
-``choose_precision`` takes the GPU path with bfloat16 autocast on the CPU, and ``steps_for`` shrinks
-the GPU's step counts to a few, so a typo in a branch no maintainer can run fails the suite.
+``choose_precision`` takes the GPU path with bfloat16 autocast on the CPU, and ``steps_for`` and
+``smoke_sized`` shrink the GPU's step counts and batches to a few small ones, so a typo in a branch no maintainer can run fails the suite.
 
 ``reset_peak_memory(device)`` / ``peak_memory_bytes(device)`` measure a run's peak memory; what is
 measured depends on the device (``peak_memory_source`` says it in words).
@@ -83,6 +83,19 @@ def steps_for(gpu_steps: int, smoke_steps: int = SMOKE_STEPS) -> int:
     machine, where the setting asks for a smoke test, not a full run).
     """
     return min(gpu_steps, smoke_steps) if simulating_gpu_on_cpu() else gpu_steps
+
+
+def smoke_sized(config: dict, **smoke_values) -> dict:
+    """``config`` as it is, or with ``smoke_values`` put in when the GPU configuration is simulated.
+
+    ``RUN = smoke_sized(dict(batch_size=64, max_steps=3000, ...), batch_size=4, max_steps=12)``: on a
+    GPU the run is the one written; under ``COURSE_GPU_CONFIG_ON_CPU=1`` the same code runs a few small
+    steps on the CPU. A smoke value for a key the configuration lacks is a typo: ``KeyError``.
+    """
+    unknown = sorted(set(smoke_values) - set(config))
+    if unknown:
+        raise KeyError(f"smoke values for keys the configuration does not have: {unknown}")
+    return dict(config, **smoke_values) if simulating_gpu_on_cpu() else dict(config)
 
 
 def choose_precision(device, *, simulate: str | None = None) -> Precision:

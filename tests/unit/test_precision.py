@@ -78,6 +78,16 @@ def test_the_setting_runs_the_gpu_path_on_the_cpu_in_bfloat16(monkeypatch):
     assert not gpu_configuration("cpu") and choose_precision("cpu").dtype is torch.float32
 
 
+def test_smoke_sized_shrinks_a_configuration_only_when_simulated(monkeypatch):
+    run = dict(batch_size=64, max_steps=3000, max_lr=1e-3)
+    assert precision.smoke_sized(run, batch_size=4, max_steps=12) == run
+    monkeypatch.setenv(precision.GPU_CONFIG_ON_CPU, "1")
+    assert precision.smoke_sized(run, batch_size=4, max_steps=12) == dict(batch_size=4, max_steps=12, max_lr=1e-3)
+    assert run == dict(batch_size=64, max_steps=3000, max_lr=1e-3)            # the original is left alone
+    with pytest.raises(KeyError, match="max_step"):
+        precision.smoke_sized(run, max_step=12)
+
+
 def test_simulated_float16_scales_the_loss_on_the_cpu():
     chosen = choose_precision("cpu", simulate="float16")
     assert (chosen.dtype, chosen.needs_grad_scaler) == (torch.float16, True)
