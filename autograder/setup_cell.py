@@ -8,7 +8,9 @@ notebook and student version, so changing the URL here and rebuilding changes it
 README's clone command and Colab badges are checked against it by ``tests/packaging/test_project_files.py``).
 
 Until the course is published, ``REPOSITORY_URL`` is a placeholder:
-``python -m autograder build --release`` refuses to build while it is one.
+``python -m autograder build --release`` refuses to build while it is one, and the cell says so in its
+first line and, on Colab, installs a course wheel uploaded to the runtime (``WHEEL_GLOB``) or whatever
+``COURSE_INSTALL_SOURCE`` names, instead of failing on an address that does not exist.
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ NOTEBOOKS_EXTRA = "notebooks"
 INSTALL_SOURCE_VARIABLE = "COURSE_INSTALL_SOURCE"
 
 _GITHUB_REPOSITORY = re.compile(r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+# On Colab before publication: a wheel of the course uploaded to the runtime's folder (/content),
+# built in a copy of the course with `pip wheel --no-deps .`.
+WHEEL_GLOB = DISTRIBUTION.replace("-", "_") + "-*.whl"
+
+
+def published() -> bool:
+    """True once ``REPOSITORY_URL`` is a real repository address (nothing for a release build to refuse)."""
+    return not release_problems()
 
 
 def install_source() -> str:
@@ -127,6 +139,14 @@ _CELL_HEADER = '''\
 # is one (Colab: Runtime > Change runtime type > GPU), else Apple MPS, else the CPU.
 '''
 
+# The first lines of the cell while REPOSITORY_URL is a placeholder.
+_CELL_UNPUBLISHED = f'''\
+# NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
+# Run the notebooks from a copy of the course on your own machine (README: Quick start). On Colab, build
+# the course's wheel in a copy (`pip wheel --no-deps .` gives {WHEEL_GLOB}), upload it to the
+# Files panel, then run this cell: it installs that wheel (or the pip source in ${INSTALL_SOURCE_VARIABLE}).
+'''
+
 _CELL_SET_UP = '''\
 _install_course_helpers()
 del _install_course_helpers, _pip_failure_cause, _pip_output_lines, _tidy
@@ -141,7 +161,26 @@ utils.environment.warn_missing_packages()'''
 
 
 def setup_cell_source() -> str:
-    return _CELL_HEADER + _helper_source() + "\n\n" + _install_function_source() + "\n\n\n" + _CELL_SET_UP
+    header = _CELL_HEADER if published() else _CELL_UNPUBLISHED + _CELL_HEADER
+    return header + _helper_source() + "\n\n" + _install_function_source() + "\n\n\n" + _CELL_SET_UP
+
+
+def _source_lines() -> str:
+    """The lines of ``_install_course_helpers`` that decide where pip installs the course from."""
+    if published():
+        return f'''    source = (os.environ.get("{INSTALL_SOURCE_VARIABLE}")
+              or "{install_source()}")'''
+    return f'''    source = os.environ.get("{INSTALL_SOURCE_VARIABLE}")
+    if not source:  # not published yet: install a wheel uploaded to this runtime
+        import glob
+        wheels = sorted(glob.glob("{WHEEL_GLOB}") + glob.glob("/content/{WHEEL_GLOB}"))
+        if not wheels:
+            raise SetupError("the course is not published yet, so there is nothing to install it from. Upload "
+                             "the course's wheel ({WHEEL_GLOB}, built in a copy of the course with "
+                             "`pip wheel --no-deps .`) to the Files panel and run this cell again, or set "
+                             "{INSTALL_SOURCE_VARIABLE} to a pip source; or work on your own machine "
+                             "(README: Quick start).")
+        source = "file://" + os.path.abspath(wheels[-1])'''
 
 
 def _install_function_source() -> str:
@@ -166,8 +205,7 @@ def _install_course_helpers():
         raise SetupError(f"cannot import {{missing}} in this Python ({{sys.executable}}). From the course "
                          f"folder run `pip install -e '.[{NOTEBOOKS_EXTRA}]'` (README: Quick start), "
                          "then restart the kernel.") from None
-    source = (os.environ.get("{INSTALL_SOURCE_VARIABLE}")
-              or "{install_source()}")
+{_source_lines()}
     print("Installing the course helpers (about a minute)...")
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-color",
                           f"{DISTRIBUTION}[{NOTEBOOKS_EXTRA}] @ {{source}}"], capture_output=True, text=True)

@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -53,6 +52,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from utils import corpus  # noqa: E402
+from utils.precision import Precision, choose_precision, peak_memory_bytes, peak_memory_source, reset_peak_memory  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
 # Configurations
@@ -85,7 +85,7 @@ class Config:
     # machinery
     corpus: str = "python_docs"
     device: str = "auto"
-    dtype: str = "float32"          # float32, bfloat16, float16
+    dtype: str = "float32"          # float32, bfloat16, float16, or auto: utils.precision.choose_precision
     threads: int = 2                # CPU threads per process (0: leave PyTorch's default)
     compile: bool = False
     seed: int = 1337
@@ -97,7 +97,7 @@ PRESETS = {
     # A nanoGPT "shakespeare-char"-class model for one GPU (about 10.7M parameters).
     "gpu": Config(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2, batch_size=64, max_iters=5000,
                   lr=1e-3, min_lr=1e-4, warmup_iters=100, lr_decay_iters=5000, eval_iters=200, eval_interval=500,
-                  log_interval=250, corpus="tiny_shakespeare", dtype="bfloat16", threads=0),
+                  log_interval=250, corpus="tiny_shakespeare", dtype="auto", threads=0),
     # Seconds on a CPU: for tests of the script itself (the DDP check).
     "tiny": Config(n_layer=2, n_head=2, n_embd=32, block_size=16, batch_size=8, max_iters=6, lr=1e-3, min_lr=1e-4,
                    warmup_iters=2, lr_decay_iters=6, eval_iters=2, log_interval=1, threads=1),
@@ -214,14 +214,14 @@ def configure_optimizer(model, cfg: Config, device):
 
 
 @torch.no_grad()
-def estimate_loss(model, data, cfg: Config, batches: int, seed: int, device, autocast):
+def estimate_loss(model, data, cfg: Config, batches: int, seed: int, device, precision: Precision):
     was_training = model.training
     model.eval()
     generator = torch.Generator().manual_seed(seed)
     total = 0.0
     for _ in range(batches):
         x, y = get_batch(data, cfg.block_size, cfg.batch_size, generator)
-        with autocast:
+        with precision.autocast():
             total += lm_loss(model(x.to(device)), y.to(device)).item()
     model.train(was_training)
     return total / batches
@@ -308,10 +308,16 @@ def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float
     return total + cfg.n_layer * per_layer
 
 
-def peak_memory_mb(device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes -> MiB (process RSS)
+def precision_of(dtype: str, device) -> Precision:
+    """The run's precision: ``auto`` decides from the device (float16 + GradScaler below compute capability
+    8.0, bfloat16 from 8.0, float32 on CPUs); a named dtype is used as asked, even where it is emulated."""
+    if dtype == "auto":
+        return choose_precision(device)
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype not in dtypes:
+        raise SystemExit(f"--dtype must be auto or one of {sorted(dtypes)}, got {dtype!r}")
+    chosen = dtypes[dtype]
+    return Precision(device.type, chosen, chosen is torch.float16, f"{dtype} (asked for with --dtype)")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -374,11 +380,9 @@ def main(argv=None) -> dict:
     torch.manual_seed(cfg.seed)  # the same initial weights in every process
     model = GPT(cfg, len(chars)).to(device)
     optimizer = configure_optimizer(model, cfg, device)
-    amp_dtype = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.dtype]
-    if amp_dtype is torch.bfloat16 and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        amp_dtype, cfg.dtype = torch.float16, "float16"  # e.g. a T4
-    autocast = torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None)
-    scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype is torch.float16)
+    precision = precision_of(cfg.dtype, device)
+    cfg.dtype = str(precision.dtype).removeprefix("torch.")
+    scaler = precision.grad_scaler()
     train_model = model
     if distributed:
         train_model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
@@ -387,10 +391,11 @@ def main(argv=None) -> dict:
     per_token = flops_per_token(model, cfg)
     peak, peak_source = peak_flops(device, cfg, args.peak_tflops)
     say(f"{sum(p.numel() for p in model.parameters()):,} parameters | {world} process(es) on {device} | "
-        f"{cfg.dtype} | vocabulary {len(chars)} | train {len(train_data):,} val {len(val_data):,} characters")
+        f"{precision.reason} | vocabulary {len(chars)} | train {len(train_data):,} val {len(val_data):,} characters")
 
     generator = torch.Generator().manual_seed(cfg.seed + 1)  # identical in every process: the same global batch
     losses = []
+    reset_peak_memory(device)  # the peak of this run (CPU: the process's resident memory; see utils.precision)
     wall_start = time.perf_counter()
     train_seconds = 0.0
     tokens = 0
@@ -410,7 +415,7 @@ def main(argv=None) -> dict:
         x, y = get_batch(train_data, cfg.block_size, cfg.batch_size, generator)
         x, y = x[rank * local_batch:(rank + 1) * local_batch], y[rank * local_batch:(rank + 1) * local_batch]
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with autocast:
+        with precision.autocast():
             loss = lm_loss(train_model(x), y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
@@ -443,13 +448,13 @@ def main(argv=None) -> dict:
             say(f"step {step + 1:5d}  loss {losses[-1]:.4f}  lr {learning_rate(step, cfg):.2e}  "
                 f"{tokens / train_seconds:,.0f} tokens/s")
         if cfg.eval_interval and (step + 1) % cfg.eval_interval == 0 and step + 1 < cfg.max_iters and rank == 0:
-            val = estimate_loss(model, val_data, cfg, cfg.eval_iters, 1, device, autocast)
+            val = estimate_loss(model, val_data, cfg, cfg.eval_iters, 1, device, precision)
             say(f"step {step + 1:5d}  validation loss {val:.4f}")
-    train_loss = estimate_loss(model, train_data, cfg, cfg.eval_iters, 0, device, autocast)
-    val_loss = estimate_loss(model, val_data, cfg, cfg.eval_iters, 1, device, autocast)
+    train_loss = estimate_loss(model, train_data, cfg, cfg.eval_iters, 0, device, precision)
+    val_loss = estimate_loss(model, val_data, cfg, cfg.eval_iters, 1, device, precision)
     wall = time.perf_counter() - wall_start
     tokens_per_second = steady_tokens / steady_seconds if steady_seconds else float("nan")
-    floor = matmul_floor_seconds(model, cfg, local_batch, device, amp_dtype or torch.float32)
+    floor = matmul_floor_seconds(model, cfg, local_batch, device, precision.dtype)
     checksum = float(sum(p.detach().double().sum() for p in model.parameters()))
     result = {
         "config": asdict(cfg), "processes": world, "device": str(device),
@@ -458,7 +463,8 @@ def main(argv=None) -> dict:
         "tokens_per_second": tokens_per_second, "timed_steps": timed_steps, "train_seconds": train_seconds, "wall_seconds": wall,
         "mfu": per_token * tokens_per_second / peak, "peak_flops": peak, "peak_source": peak_source,
         "matmul_floor_ms": 1e3 * floor, "tokens_per_second_ceiling": cfg.batch_size * cfg.block_size / floor,
-        "peak_memory_mb": peak_memory_mb(device), "train_loss": train_loss, "val_loss": val_loss,
+        "peak_memory_mb": peak_memory_bytes(device) / 2**20,
+        "peak_memory_source": peak_memory_source(device), "precision": precision.reason, "train_loss": train_loss, "val_loss": val_loss,
         "loss_curve": losses, "parameter_checksum": checksum, "load_average": os.getloadavg(),
     }
     if rank == 0:

@@ -62,6 +62,19 @@ def test_profile_prints_where_the_time_went_and_keeps_those_steps_out_of_tokens_
     assert len(result["loss_curve"]) == 12
 
 
+def test_dtype_auto_takes_the_gpu_precision_when_the_gpu_configuration_is_simulated(tmp_path):
+    out = tmp_path / "simulated.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", COURSE_OFFLINE="1", PYTHONPATH=str(ROOT), COURSE_GPU_CONFIG_ON_CPU="1")
+    completed = subprocess.run([sys.executable, str(SCRIPT), "--config", "tiny", "--device", "cpu", "--dtype", "auto",
+                                "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    result = json.loads(out.read_text())
+    assert result["config"]["dtype"] == "bfloat16" and "simulated" in result["precision"], result["precision"]
+    assert "bfloat16 autocast on the CPU" in completed.stdout
+    assert all(loss == loss for loss in result["loss_curve"]) and result["val_loss"] == result["val_loss"]
+    assert result["peak_memory_mb"] > 0 and "resident" in result["peak_memory_source"]
+
+
 @pytest.fixture
 def fake_corpus(tmp_path, monkeypatch):
     """A corpus entry whose bytes we know, in a fresh cache folder."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
 import re
+import subprocess
 import sys
 import tomllib
 import warnings
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -112,6 +115,48 @@ def test_setup_cell_explains_missing_helpers_instead_of_crashing():
     assert out.stdout.startswith("SetupError [") and "'Set-up failed: cannot import the course helpers (`utils`) in this Python" \
         in out.stdout.replace('"', "'"), out.stdout
     assert "pip install -e '.[notebooks]'" in out.stdout, out.stdout
+
+
+def test_readme_and_set_up_cell_say_first_that_the_course_is_not_published_while_the_url_is_a_placeholder():
+    quick_start_first_line = README.split("## Quick start", 1)[1].strip().splitlines()[0]
+    cell_first_line = setup_cell.setup_cell_source().splitlines()[0]
+    if setup_cell.published():
+        assert "not published" not in (quick_start_first_line + cell_first_line).lower(), \
+            "the course is published: remove the 'not published yet' notes (README's quick start)"
+    else:
+        assert quick_start_first_line.startswith("**Not published yet:**") and "placeholder" in quick_start_first_line
+        assert cell_first_line.startswith("# NOT PUBLISHED YET") and "placeholder" in cell_first_line
+        assert "pip wheel --no-deps ." in README.split("### Students", 1)[0]
+
+
+def test_a_published_set_up_cell_installs_from_the_repository(monkeypatch):
+    monkeypatch.setattr(setup_cell, "REPOSITORY_URL", "https://github.com/some-university/transformers-2026")
+    cell = setup_cell.setup_cell_source()
+    assert cell.startswith("# Set-up: run this cell first.")
+    assert '"git+https://github.com/some-university/transformers-2026@main"' in cell and "glob" not in cell
+
+
+def _run_setup_on_fake_colab(folder: Path, wheel: str | None) -> str:
+    """The unpublished set-up cell on a fake Colab (no helpers) in ``folder``: its one-line SetupError."""
+    if wheel:
+        (folder / wheel).write_bytes(b"not a real wheel")
+    code = ("import sys, types\nsys.modules['utils'] = None\nsys.modules['google'] = types.ModuleType('google')\n"
+            "sys.modules['google.colab'] = types.ModuleType('google.colab')\n"
+            "try:\n" + "".join(f"    {line}\n" for line in setup_cell.setup_cell_source().splitlines()) +
+            "except Exception as error:\n    print(type(error).__name__, error._render_traceback_())\n")
+    env = {k: v for k, v in os.environ.items() if k != setup_cell.INSTALL_SOURCE_VARIABLE} | {"PIP_NO_INDEX": "1"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.replace('"', "'")
+
+
+@pytest.mark.skipif(setup_cell.published() or Path("/content").exists(), reason="only while the URL is a placeholder")
+def test_unpublished_set_up_cell_on_colab_installs_an_uploaded_wheel_or_says_how(tmp_path):
+    without = _run_setup_on_fake_colab(tmp_path, None)
+    assert without.startswith("SetupError [") and "not published yet" in without and "pip wheel --no-deps ." in without
+    with_wheel = _run_setup_on_fake_colab(tmp_path, "transformer_course-0.1.0-py3-none-any.whl")
+    assert "could not install the course helpers from file://" in with_wheel, with_wheel
+    assert str(tmp_path / "transformer_course-0.1.0-py3-none-any.whl") in with_wheel, with_wheel
 
 
 # --- the student quick start ----------------------------------------------------------------------
