@@ -288,13 +288,13 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     """
     with captured() as logged:   # nbgrader's warnings (SQLAlchemy's) go to OUT/warnings.log, not the terminal
         ordered = _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, students, assignments,
-                         force, shard, judges_ahead)
+                         force, shard, judges_ahead, host_memory_mb)
     logged.write(Path(out_dir).resolve())
     return ordered
 
 
 def _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, students, assignments, force, shard,
-           judges_ahead) -> list[GradeRow]:
+           judges_ahead, host_memory_mb) -> list[GradeRow]:
     put_scripts_on_path()  # nbgrader opens gradebooks with the `alembic` command (venv not activated)
     submissions_dir, out_dir = Path(submissions_dir).resolve(), Path(out_dir).resolve()
     known, found, misplaced = _find_submissions(submissions_dir, Path(solutions_dir))
