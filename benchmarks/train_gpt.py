@@ -52,6 +52,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from utils import corpus  # noqa: E402
+from utils.run_cost import GPU_PEAK_TFLOPS  # noqa: E402  (one table of datasheet peaks, for the notebook and this script)
 from utils.precision import Precision, choose_precision, peak_memory_bytes, peak_memory_source, reset_peak_memory  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
@@ -230,10 +231,6 @@ def estimate_loss(model, data, cfg: Config, batches: int, seed: int, device, pre
 # ---------------------------------------------------------------------------------------------------
 # Measuring
 
-# Datasheet peaks of common GPUs in TFLOP/s, dense (no sparsity): (bf16/fp16 tensor cores, float32 matmul
-# as PyTorch runs it here: TF32 where the GPU has it, plain fp32 on a T4/V100), for MFU.
-GPU_PEAK_TFLOPS = {"H200": (989.0, 495.0), "H100": (989.0, 495.0), "A100": (312.0, 156.0), "L4": (121.0, 60.0),
-                   "A10": (125.0, 62.5), "T4": (65.0, 8.1), "V100": (125.0, 15.7)}
 
 
 def flops_per_token(model, cfg: Config) -> float:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-# (16-bit tensor-core peak, float32 matmul peak as PyTorch runs it: TF32 where the GPU has it), TFLOP/s.
+# Datasheet peaks of common GPUs, dense (no sparsity), TFLOP/s: (16-bit tensor-core peak, float32 matmul peak as
+# PyTorch runs it: TF32 where the GPU has it, plain fp32 on a T4/V100). benchmarks/train_gpt.py reads the same table.
 GPU_PEAK_TFLOPS = {"H200": (989.0, 495.0), "H100": (989.0, 495.0), "A100": (312.0, 156.0), "L4": (121.0, 60.0),
                    "A10": (125.0, 62.5), "T4": (65.0, 8.1), "V100": (125.0, 15.7)}
 ASSUMED_UTILISATION = 0.3
