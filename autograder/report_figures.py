@@ -54,18 +54,9 @@ def histogram_png(histogram: list[list[float]], max_points: float) -> str:
 def lost_points_png(hardest: list[dict], limit: int = 15) -> str:
     """Horizontal bars: the share of the class's possible points lost on each exercise, worst first."""
     shown = hardest[:limit]
-    figure = _figure(6.0, 0.6 + 0.28 * max(len(shown), 1))
-    axes = figure.add_axes((0.38, 0.12 + 0.1 / max(len(shown), 1), 0.58, 0.8))
     labels = [f"{e['assignment']}: {e['exercise']}" for e in shown]
     shares = [100 * e["lost"] / (e["max_points"] * e["students"]) if e["max_points"] and e["students"] else 0 for e in shown]
-    axes.barh(range(len(shown)), shares, color=_LOST, height=0.6)
-    axes.set_yticks(range(len(shown)), labels, fontsize=7)
-    axes.invert_yaxis()
-    axes.set_xlim(0, 100)
-    axes.set_xlabel("% of the class's points lost", fontsize=7)
-    axes.tick_params(axis="x", labelsize=7)
-    axes.spines[["top", "right"]].set_visible(False)
-    return _png(figure)
+    return _percentage_bars(labels, shares, _LOST, "% of the class's points lost", left=0.38, width=0.58, height=0.6)
 
 
 def totals_png(percentages: list[float]) -> str:
@@ -88,13 +79,21 @@ def totals_png(percentages: list[float]) -> str:
 
 def progress_png(notebooks: list[str], percentages: list[float]) -> str:
     """One student's progress: the share of each notebook's points earned (self-study)."""
-    figure = _figure(6.0, 0.6 + 0.28 * max(len(notebooks), 1))
-    axes = figure.add_axes((0.3, 0.12 + 0.1 / max(len(notebooks), 1), 0.64, 0.8))
-    axes.barh(range(len(notebooks)), percentages, color=[_BAR if p >= 100 else _LOST for p in percentages])
-    axes.set_yticks(range(len(notebooks)), notebooks, fontsize=7)
+    colours = [_BAR if p >= 100 else _LOST for p in percentages]
+    return _percentage_bars(notebooks, percentages, colours, "% of the notebook's points", left=0.3, width=0.64)
+
+
+def _percentage_bars(labels: list[str], percentages: list[float], colour, xlabel: str, *, left: float, width: float,
+                     **bar_options) -> str:
+    """Horizontal bars from 0 to 100 %, one per label, the first at the top (the report's and the progress
+    table's figures)."""
+    figure = _figure(6.0, 0.6 + 0.28 * max(len(labels), 1))
+    axes = figure.add_axes((left, 0.12 + 0.1 / max(len(labels), 1), width, 0.8))
+    axes.barh(range(len(labels)), percentages, color=colour, **bar_options)
+    axes.set_yticks(range(len(labels)), labels, fontsize=7)
     axes.invert_yaxis()
     axes.set_xlim(0, 100)
-    axes.set_xlabel("% of the notebook's points", fontsize=7)
+    axes.set_xlabel(xlabel, fontsize=7)
     axes.tick_params(axis="x", labelsize=7)
     axes.spines[["top", "right"]].set_visible(False)
     return _png(figure)
