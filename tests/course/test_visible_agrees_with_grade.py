@@ -22,8 +22,6 @@ pytestmark = pytest.mark.slow
 IN_PLACE = "modified its argument"
 KNOWN_IN_PLACE_ONLY_IN_THE_JUDGE = {
     "08_train_gpt": {"lm_loss__overwrites_ignored_targets.py", "sample_next_token__tempers_in_place.py"},
-    "10_attention_at_scale": {"online_softmax_update__updates_the_running_sum_in_place.py",
-                              "cached_attention__appends_into_the_old_cache.py"},
 }
 
 
