@@ -7,6 +7,8 @@
   the student's code runs with ``probes.make("utils.markov.fit_on_chain", model, P, ...)``, so the
   model is trained where it lives and only numbers come back;
 * ``BigramLM``: a one-table model with the ``(logits, loss)`` interface, for tests of a training step.
+* ``BiasedBigramLM`` (two parameter tensors) and ``sgd_one_group_per_parameter(model, lr)`` (one
+  parameter group per tensor): a training step must clip by the global norm and set every group's rate.
 
 These are test instruments, not answers to any exercise: students receive this module as it is.
 """
@@ -104,6 +106,29 @@ class BigramLM(nn.Module):
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class BiasedBigramLM(BigramLM):
+    """``BigramLM`` with a second parameter, a (V,) ``bias`` added to every row of logits: two parameter
+    tensors whose gradients differ in size, so clipping each one on its own and clipping by the global
+    norm give different updates."""
+
+    def __init__(self, vocab_size: int, seed: int = 0):
+        super().__init__(vocab_size, seed)
+        g = torch.Generator().manual_seed(seed + 1)
+        self.bias = nn.Parameter(torch.randn(vocab_size, generator=g))
+
+    def forward(self, idx, targets=None):
+        logits = self.table[idx] + self.bias
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def sgd_one_group_per_parameter(model: nn.Module, lr: float, momentum: float = 0.0) -> torch.optim.SGD:
+    """``torch.optim.SGD`` over ``model``'s parameters with one parameter group each (every group starting
+    at ``lr``): for tests of code that must set the learning rate of every group, not only the first."""
+    return torch.optim.SGD([{"params": [p]} for p in model.parameters()], lr=lr, momentum=momentum)
 
 
 class ScaledLM(nn.Module):
