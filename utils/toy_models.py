@@ -46,3 +46,56 @@ class GradModeLM(nn.Module):
             bias[0] = 1000.0
             logits = logits + bias
         return logits
+
+
+class CopySeq2Seq(nn.Module):
+    """An encoder-decoder with known behaviour, for tests of a decoding loop: it copies its source.
+
+    It has the interface of notebook 12's ``Seq2Seq``:
+
+    * ``encode(src, src_padding_mask)``: ``src`` int64 ``(B, S)``, the mask bool ``(B, S)`` (True = padding,
+      right-padded rows). Returns the "memory", float32 ``(B, S, 1)``: the source ids, -1 at padding.
+    * ``cross_kv(memory)``: a list with one ``(keys, values)`` pair, each a copy of the memory.
+    * ``decode(tgt_in, memory_kv, src_padding_mask)``: ``tgt_in`` int64 ``(B, T)``; returns float32 logits
+      ``(B, T, vocab_size)``. Position ``t`` of row ``b`` predicts (by a margin of 10) source token ``t`` while
+      ``t`` is less than the row's source length, then ``eos_id`` at ``t`` equal to that length, then
+      ``after_eos_id`` (neither pad nor eos). It predicts ``after_eos_id`` instead whenever the row's prefix is
+      not ``bos_id`` followed by what the model itself predicted before (a loop that does not feed its own
+      choices back, or does not start from BOS, goes wrong).
+
+    It counts ``encode_calls`` and ``cross_kv_calls`` and records, per ``decode`` call, a dict
+    ``{"shape": [B, T], "grad_enabled": bool, "training": bool}`` in ``decode_calls`` (plain data).
+    """
+
+    def __init__(self, vocab_size: int = 12, bos_id: int = 1, eos_id: int = 2, after_eos_id: int = 3):
+        super().__init__()
+        self.vocab_size, self.bos_id, self.eos_id, self.after_eos_id = vocab_size, bos_id, eos_id, after_eos_id
+        self.scale = nn.Parameter(torch.tensor(10.0))
+        self.encode_calls = 0
+        self.cross_kv_calls = 0
+        self.decode_calls: list[dict] = []
+
+    def encode(self, src: torch.Tensor, src_padding_mask: torch.Tensor) -> torch.Tensor:
+        self.encode_calls += 1
+        return torch.where(src_padding_mask, -1, src).float().unsqueeze(-1)
+
+    def cross_kv(self, memory: torch.Tensor) -> list:
+        self.cross_kv_calls += 1
+        return [(memory.clone(), memory.clone())]
+
+    def decode(self, tgt_in: torch.Tensor, memory_kv, src_padding_mask: torch.Tensor) -> torch.Tensor:
+        self.decode_calls.append({"shape": [int(s) for s in tgt_in.shape], "grad_enabled": bool(torch.is_grad_enabled()),
+                                  "training": bool(self.training)})
+        source = memory_kv[0][1][..., 0].long()
+        B, T = tgt_in.shape
+        wanted = torch.full((B, T), self.after_eos_id, dtype=torch.long)
+        for b in range(B):
+            length = int((source[b] >= 0).sum())
+            row = source[b, :length].tolist() + [self.eos_id]
+            for t in range(T):
+                if t < len(row):
+                    wanted[b, t] = row[t]
+        expected_prefix = torch.cat([torch.full((B, 1), self.bos_id, dtype=torch.long), wanted[:, :-1]], dim=1)
+        fed_back = (tgt_in == expected_prefix).long().cumprod(dim=1).bool()
+        wanted = torch.where(fed_back, wanted, self.after_eos_id)
+        return self.scale * nn.functional.one_hot(wanted, self.vocab_size).float()
