@@ -66,9 +66,11 @@ def add_self_grading_cell(nb, assignment_name: str) -> None:
 
     cells = [new_markdown_cell(
         selfgrade.HEADING + "\n\n"
-        "The next cell runs every test of this notebook, the hidden ones too, on your answers as they are "
-        "now, and prints your points per exercise with the reason for each failure. Run all the cells "
-        "above first."), new_code_cell(selfgrade.cell_source(assignment_name))]
+        "The next cell runs every test of this notebook, the hidden ones too, on the answers written in "
+        "it, and prints your points per exercise with the reason for each failure. Save the notebook "
+        "first: it grades the saved notebook, run afresh, so an answer counts even if you never ran its "
+        "cell (where the notebook's file cannot be found, it grades what this kernel holds, and says so)."),
+        new_code_cell(selfgrade.cell_source(assignment_name))]
     for cell, ident in zip(cells, ("self-grading-heading", "self-grading")):
         if nb.get("nbformat_minor", 0) >= 5:
             cell["id"] = ident   # stable, so that building twice gives the same file

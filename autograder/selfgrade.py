@@ -39,15 +39,18 @@ _MASK = b"transformer-course self-grading bundle"
 
 
 def cell_source(assignment_name: str) -> str:
-    return (f"{CELL_MARKER} the instructor's tests, hidden ones included, on your answers as they are now.\n"
-            f"# Run every cell above first. Your work is not sent anywhere.\n"
+    return (f"{CELL_MARKER} the instructor's tests, hidden ones included, on the answers this notebook holds.\n"
+            f"# Save first: answers count whether or not you ran their cells. Your work is not sent anywhere.\n"
             f"from autograder.selfgrade import grade_this_notebook\n"
             f"grade_this_notebook({assignment_name!r})")
 
 
 def is_self_grading_cell(cell) -> bool:
     """The two cells ``build`` appends to a public student version (the grader ignores them)."""
-    source = cell.get("source", "")
+    return is_self_grading_source(cell.get("source", ""))
+
+
+def is_self_grading_source(source) -> bool:
     return isinstance(source, str) and (source.startswith(CELL_MARKER) or source.startswith(HEADING))
 
 
@@ -135,9 +138,14 @@ def format_table(rows: list[list], earned: float, total: float) -> str:
 
 
 def grade_this_notebook(assignment_name: str) -> None:
-    """Run this notebook's tests (visible and hidden) on the answers defined now; print the table.
+    """Run this notebook's tests (visible and hidden) on the answers it holds; print the table.
 
-    Returns None, so the cell shows the table only (no ``Out[..]`` echo of the total)."""
+    The answers come from the notebook as saved (as on screen on Colab), run afresh, whether or not
+    their cells ran in this kernel (``saved_notebook``); where the notebook cannot be found, from
+    this kernel as it is now, and the first line says which. Returns None, so the cell shows the
+    table only (no ``Out[..]`` echo of the total)."""
+    from . import saved_notebook
+
     bundle = read_bundle(assignment_name)
     if bundle is None:
         known = available_assignments()
@@ -147,19 +155,47 @@ def grade_this_notebook(assignment_name: str) -> None:
         else:
             print("Self-grading is switched off in this edition of the course (your instructor grades your work).")
         return None
+    namespace = _kernel_namespace()
+    saved = saved_notebook.locate(namespace)
+    if saved is None:
+        print("Grading the answers this kernel holds now (this notebook's file could not be found from here): "
+              "run every cell above first.\n")
+        return grade_kernel_answers(assignment_name)
+    print(_source_line(saved, saved_notebook.unsaved_answers(saved.content, list(namespace.get("In", [])))))
+    print(saved_notebook.grade_in_fresh_python(saved, assignment_name))
+    return None
+
+
+def grade_kernel_answers(assignment_name: str) -> None:
+    """The table for the answers defined in this kernel now (``selfgrade NOTEBOOK`` runs the whole
+    notebook first, then this)."""
+    rows, earned, total = summarise(run_tests(read_bundle(assignment_name), _kernel_namespace()))
+    print(format_table(rows, earned, total))
+
+
+def _kernel_namespace() -> dict:
     import __main__
 
     try:
         from IPython import get_ipython
 
         shell = get_ipython()
-        namespace = shell.user_ns if shell is not None else vars(__main__)
+        return shell.user_ns if shell is not None else vars(__main__)
     except ImportError:
-        namespace = vars(__main__)
-    results = run_tests(bundle, namespace)
-    rows, earned, total = summarise(results)
-    print(format_table(rows, earned, total))
-    return None
+        return vars(__main__)
+
+
+def _source_line(saved, unsaved: list[str]) -> str:
+    """What is graded, said first: the notebook as saved (when), and any answer run but not saved."""
+    import time
+
+    when = "" if saved.saved_at is None else f", saved at {time.strftime('%H:%M:%S', time.localtime(saved.saved_at))}"
+    line = (f"Grading the answers written in {saved.where}{when}, run afresh (answers count whether or not "
+            f"you ran their cells; the experiments after the last test are skipped).")
+    if unsaved:
+        line += ("\nNot saved yet: you ran a different version of " + ", ".join(unsaved) +
+                 " than the saved notebook holds. Save (Ctrl+S), then run this cell again.")
+    return line + "\n"
 
 
 def available_assignments() -> list[str]:
@@ -216,7 +252,7 @@ def _run_with_grading_cell(path: Path, assignment_name: str, code: str | None = 
     nb = nbformat.read(str(path), as_version=4)
     nb.cells = [c for c in nb.cells if CELL_MARKER not in c.source]
     nb.cells.append(nbformat.v4.new_code_cell(
-        code or f"from autograder.selfgrade import grade_this_notebook\ngrade_this_notebook({assignment_name!r})"))
+        code or f"from autograder.selfgrade import grade_kernel_answers\ngrade_kernel_answers({assignment_name!r})"))
     os.environ.setdefault("MPLBACKEND", "Agg")
     client = NotebookClient(nb, timeout=1800, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 
+import nbformat
 import pytest
 from nbclient import NotebookClient
 
@@ -35,6 +36,25 @@ def _samples(assignment):
 
 
 def _self_grade(nb, folder) -> float:
+    """The whole notebook run in a kernel that cannot find its file: the kernel's answers are graded."""
+    text = _grading_cell_output(nb, folder)
+    assert text.startswith("Grading the answers this kernel holds now"), text[:300]
+    return _total(text)
+
+
+def _self_grade_saved(nb, folder, monkeypatch, ran_first: str = "") -> str:
+    """The notebook saved where the kernel's session says it is, and a kernel that ran only
+    ``ran_first`` and the self-grading cell: the saved answers are graded, run or not."""
+    path = folder / FIRST.source_path.name
+    submissions.write(nb, path)
+    grading_cell = next(c for c in nb.cells if selfgrade.CELL_MARKER in c.source)
+    kernel_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(ran_first), grading_cell.copy()])
+    with monkeypatch.context() as session:
+        session.setenv("JPY_SESSION_NAME", str(path))   # what jupyter_server gives the kernel it starts
+        return _grading_cell_output(kernel_nb, folder)
+
+
+def _grading_cell_output(nb, folder) -> str:
     os.environ.setdefault("MPLBACKEND", "Agg")
     cells = [c for c in nb.cells if selfgrade.CELL_MARKER in c.source]
     assert len(cells) == 1, "the student version must end with the self-grading cell"
@@ -45,12 +65,16 @@ def _self_grade(nb, folder) -> float:
     errors = [o for o in cells[0].outputs if o.get("output_type") == "error"]
     assert not errors, f"the self-grading cell failed: {errors[0].get('ename')}: {errors[0].get('evalue')}"
     assert "evalue" not in text and "BEGIN HIDDEN" not in text
+    return text
+
+
+def _total(text: str) -> float:
     match = re.search(r"Total: ([0-9.]+) / ([0-9.]+) points", text)
     assert match, f"no total in the self-grading output:\n{text}"
     return float(match.group(1))
 
 
-def test_self_grading_gives_the_graders_points(tmp_path):
+def test_self_grading_gives_the_graders_points(tmp_path, monkeypatch):
     samples = _samples(FIRST)
     subs = tmp_path / "submitted"
     for student, nb in samples.items():
@@ -64,7 +88,24 @@ def test_self_grading_gives_the_graders_points(tmp_path):
         mine = _self_grade(nb, folder)
         assert mine == graded[student].score, (
             f"{student}: self-grading gave {mine}, the grader {graded[student].score} ({graded[student].detail})")
+        saved_folder = tmp_path / "saved" / student
+        saved_folder.mkdir(parents=True)
+        text = _self_grade_saved(nb, saved_folder, monkeypatch)
+        assert text.startswith(f"Grading the answers written in {saved_folder / FIRST.source_path.name}"), text[:300]
+        assert _total(text) == graded[student].score, (
+            f"{student}: self-grading the saved notebook, no cell run, gave {_total(text)}, the grader "
+            f"{graded[student].score}:\n{text}")
     assert graded["correct"].score == graded["correct"].max_score > graded["partial"].score > graded["untouched"].score == 0
+
+
+def test_self_grading_warns_of_answers_run_but_not_saved(tmp_path, monkeypatch):
+    """The kernel ran another ``log_softmax`` than the saved one: the saved one is graded, and the
+    first lines say that the notebook was not saved since."""
+    wrong = "def log_softmax(x, dim=-1):\n    return x\n"
+    text = _self_grade_saved(submissions.filled_in(FIRST), tmp_path, monkeypatch, ran_first=wrong)
+    first_lines = text.split("Total:")[0].split("exercise")[0]
+    assert "Not saved yet" in first_lines and "def log_softmax" in first_lines, text[:600]
+    assert re.search(r"log_softmax +([0-9.]+) / \1 +passed", text), text
 
 
 def test_private_edition_ships_no_self_grading(tmp_path):

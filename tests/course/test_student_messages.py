@@ -44,6 +44,7 @@ def test_self_grading_cell_does_not_echo_the_total(monkeypatch, capsys):
     """The cell's last line is the call: returning the score would print it again as Out[..]."""
     monkeypatch.setattr(selfgrade, "read_bundle", lambda name: {"names": [], "tests": []})
     monkeypatch.setattr(selfgrade, "run_tests", lambda bundle, namespace: _results())
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)   # no notebook file to find: the kernel's answers
     assert selfgrade.grade_this_notebook("01_anything") is None
     assert "Total: 2 / 5 points" in capsys.readouterr().out
 
