@@ -154,6 +154,27 @@ def attention_part(mha_class):
     return YourAttention
 
 
+def rope_reaches_attention(attention_class, rope) -> str:
+    """The empty string when ``attention_class`` (from :func:`attention_part`) with ``rope`` runs and its output
+    depends on the positions (non-causal attention without positions is permutation-equivariant), else the reason in a
+    few words: a MultiHeadAttention that reads its projections' weights (``F.linear(x, self.q_proj.weight)``)
+    instead of calling them is correct, but the RoPE placed after the projections never runs."""
+    with torch.random.fork_rng(devices=[]):      # the probe leaves the notebook's random stream as it was
+        torch.manual_seed(0)
+        x, order = torch.randn(1, 5, 16), torch.tensor([4, 2, 0, 1, 3])
+        try:
+            attention = attention_class(16, 2, causal=False, rope=rope)
+            with torch.no_grad():
+                moved, out = attention(x[:, order]), attention(x)
+        except Exception as error:  # the student's module with RoPE after its projections
+            return (f"your MultiHeadAttention fails with RoPE placed after its q_proj/k_proj (or qkv_proj) calls "
+                    f"({type(error).__name__}: {error})")
+    if torch.allclose(moved, out[:, order], atol=1e-6):
+        return ("RoPE after your MultiHeadAttention's projections has no effect (does it read their weights "
+                "instead of calling them?)")
+    return ""
+
+
 @dataclass
 class Carried:
     """What notebook 09 builds its model from: ``parts`` (yours where they loaded), ``control`` (PyTorch's
@@ -194,9 +215,14 @@ def carry_forward(pytorch_parts: dict, notebooks: dict = NOTEBOOKS) -> Carried:
         parts["norm"] = found["LayerNorm (07)"]["LayerNorm"]
     if found["feed-forward (07)"]:
         parts["ffn"] = found["feed-forward (07)"]["FeedForward"]
-    if found["attention (05)"]:
-        parts["attention"] = attention_part(found["attention (05)"]["MultiHeadAttention"])
     rope = found["RoPE (06)"]["apply_rope"] if found["RoPE (06)"] else None
+    if found["attention (05)"]:
+        attention = attention_part(found["attention (05)"]["MultiHeadAttention"])
+        reason = rope_reaches_attention(attention, rope) if rope else ""
+        if reason:
+            origin["attention (05)"] = f"{reason}; PyTorch's instead"
+        else:
+            parts["attention"] = attention
     parts["rope"] = rope
     return Carried(parts=parts, control=dict(pytorch_parts, rope=rope), positions="rope" if rope else "learned",
                    tokenizer=found["BPE tokenizer (02)"], origin=origin)

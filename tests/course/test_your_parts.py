@@ -241,3 +241,94 @@ def test_notebook_09_gpu_configuration_runs_on_the_cpu_in_bfloat16(tmp_path, mon
     assert losses, printed[-3000:]
     first, last = float(losses.group(1)), float(losses.group(2))
     assert math.isfinite(first) and math.isfinite(last) and last < first, (first, last)
+
+
+# A correct notebook-05 MultiHeadAttention (its visible tests pass: the names and shapes are the documented
+# ones) that reads its projections' weights instead of calling them. RoPE, placed after the projection
+# modules, can never reach it: notebook 09 must say so and fall back, not crash in training or silently
+# train without positions.
+WEIGHTS_READING_MHA = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_head, bias=True):
+        super().__init__()
+        if d_model % n_head:
+            raise ValueError("d_model must be a multiple of n_head")
+        self.n_head = n_head
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+    def forward(self, x, causal=False):
+        B, T, d = x.shape
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+        bias = None if self.q_proj.bias is None else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        q, k, v = F.linear(x, weight, bias).view(B, T, 3, self.n_head, d // self.n_head).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return self.out_proj(y.transpose(1, 2).reshape(B, T, d))
+'''
+
+
+def _rope(x, base=10000.0):
+    T, d = x.shape[-2:]
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pairs = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(pairs * torch.polar(torch.ones_like(angles), angles)).flatten(-2).to(x.dtype)
+
+
+class _SeparateMHA(nn.Module):     # calls q_proj, k_proj, v_proj, out_proj as modules
+    def __init__(self, d_model, n_head, bias=True):
+        super().__init__()
+        self.n_head = n_head
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+    def forward(self, x, causal=False):
+        B, T, d = x.shape
+        q, k, v = (p(x).view(B, T, self.n_head, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return self.out_proj(y.transpose(1, 2).reshape(B, T, d))
+
+
+class _FusedMHA(nn.Module):        # calls one fused qkv_proj
+    def __init__(self, d_model, n_head, bias=True):
+        super().__init__()
+        self.n_head = n_head
+        self.qkv_proj, self.out_proj = nn.Linear(d_model, 3 * d_model, bias=bias), nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, causal=False):
+        B, T, d = x.shape
+        q, k, v = (p.view(B, T, self.n_head, -1).transpose(1, 2) for p in self.qkv_proj(x).chunk(3, dim=-1))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return self.out_proj(y.transpose(1, 2).reshape(B, T, d))
+
+
+def test_rope_reaches_attention_that_calls_its_projections_and_not_one_that_reads_their_weights():
+    namespace: dict = {}
+    exec(WEIGHTS_READING_MHA, namespace)
+    state = torch.random.get_rng_state()
+    for mha in (_SeparateMHA, _FusedMHA):
+        assert your_parts.rope_reaches_attention(your_parts.attention_part(mha), _rope) == ""
+    reason = your_parts.rope_reaches_attention(your_parts.attention_part(namespace["MultiHeadAttention"]), _rope)
+    assert "q_proj/k_proj (or qkv_proj)" in reason and "AttributeError" in reason, reason
+    identity = your_parts.rope_reaches_attention(your_parts.attention_part(_SeparateMHA), lambda x: x)
+    assert "has no effect" in identity, identity
+    assert torch.equal(state, torch.random.get_rng_state()), "the probe must not move the notebook's random stream"
+
+
+@pytest.mark.slow
+def test_attention_that_reads_its_weights_falls_back_with_its_reason(tmp_path, monkeypatch):
+    here = _course(tmp_path)
+    path = tmp_path / "05_multi_head" / "multi_head.ipynb"
+    notebook = json.loads(path.read_text())
+    for cell in notebook["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "MultiHeadAttention":
+            cell["source"] = WEIGHTS_READING_MHA
+    path.write_text(json.dumps(notebook))
+    monkeypatch.chdir(here)
+    carried = your_parts.carry_forward({"norm": nn.LayerNorm, "ffn": object, "attention": object})
+    assert carried.origin["RoPE (06)"] == "yours" and carried.positions == "rope"
+    assert "q_proj/k_proj (or qkv_proj)" in carried.origin["attention (05)"], carried.origin
+    assert carried.parts["attention"] is object, "the attention falls back to the PyTorch part it was given"
+    assert "attention (05) (your MultiHeadAttention fails with RoPE" in carried.line()
