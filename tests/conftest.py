@@ -29,6 +29,7 @@ from autograder import conventions  # noqa: E402
 from autograder.check import NotebookReport, run_notebook  # noqa: E402
 
 ASSIGNMENTS = conventions.assignments()
+ASSIGNMENT_NAMES = frozenset(a.name for a in ASSIGNMENTS)
 
 # The suite's own submissions are graded in the bubblewrap sandbox where it works (CI installs it);
 # elsewhere with limits only, which must then be asked for explicitly (`auto` refuses to fall back).
@@ -50,23 +51,73 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("assignment", ASSIGNMENTS, ids=[a.name for a in ASSIGNMENTS])
 
 
+def scope_of(nodeid: str) -> str:
+    """The unit of work pytest-xdist hands to one worker: a module's tests for one assignment
+    (``test_x.py[09_your_gpt]``: the tests that share that notebook's run, ``report``), or a whole module
+    for every other test (its module-scoped fixtures, a graded batch, are then made once)."""
+    module = nodeid.split("::", 1)[0]
+    param = nodeid[nodeid.rfind("[") + 1:-1] if nodeid.endswith("]") and "[" in nodeid else ""
+    return f"{module}[{param}]" if param in ASSIGNMENT_NAMES else module
+
+
+# Longest first: the scopes' wall seconds from this checkout's last runs (pytest's cache, key SCOPE_SECONDS);
+# in a fresh clone, these (the quiet machine, two workers) and each notebook's CPU budget for its scopes.
+# Handed out in the order collected, notebook 09's runs came last and one worker idled for minutes.
+SCOPE_SECONDS = "course/scope_seconds"
+MEASURED_SCOPE_SECONDS = {
+    "tests/course/test_your_parts.py": 230,     # notebook 09 with the student's parts, and its GPU configuration
+    "tests/grader/test_hostile_submissions.py": 185,
+    "tests/grader/test_class_report.py": 170,
+    "tests/grader/test_batch_robustness.py": 95,
+    "tests/grader/test_slurm.py": 70,
+    "tests/grader/test_shards.py": 70,
+    "tests/course/test_busy_machine.py": 65,
+}
+
+
+def _estimated_seconds(scope: str) -> float:
+    if scope in MEASURED_SCOPE_SECONDS:
+        return MEASURED_SCOPE_SECONDS[scope]
+    name = scope[scope.rfind("[") + 1:-1] if scope.endswith("]") else ""
+    assignment = next((a for a in ASSIGNMENTS if a.name == name), None)
+    return conventions.cpu_budget_seconds(conventions.read_notebook(assignment.source_path)) if assignment else 0.0
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist hands out work by scope: a module's tests for one assignment (``test_x.py[09_your_gpt]``:
-    the tests that share that notebook's run, ``report``), or a whole module for every other test (its
-    module-scoped fixtures, a graded batch, are then made once). So the notebooks spread over the workers.
-    (``--dist loadgroup`` would say this with marks, but pytest 9 ignores the node ids it rewrites.)"""
+    """Work goes out by ``scope_of``, the longest scope first, so the notebooks spread over the workers and
+    neither waits at the end for the other's long scope. (``--dist loadgroup`` would say this with marks,
+    but pytest 9 ignores the node ids it rewrites.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    names = {a.name for a in ASSIGNMENTS}
+    cache = getattr(config, "cache", None)     # absent with -p no:cacheprovider
+    seen = cache.get(SCOPE_SECONDS, {}) if cache is not None else {}
 
-    class NotebookScopes(LoadScopeScheduling):
+    class LongestScopeFirst(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            param = nodeid[nodeid.rfind("[") + 1:-1] if nodeid.endswith("]") and "[" in nodeid else ""
-            return f"{module}[{param}]" if param in names else module
+            return scope_of(nodeid)
 
-    return NotebookScopes(config, log)
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:       # once, before the first unit goes out: the queue is complete then
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda item: (
+                    -seen.get(item[0], _estimated_seconds(item[0])), -len(item[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return LongestScopeFirst(config, log)
+
+
+_SCOPE_RUN_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    # On the controller (and in a run without workers): each test's set-up, call and tear-down, by scope.
+    scope = scope_of(report.nodeid)
+    _SCOPE_RUN_SECONDS[scope] = _SCOPE_RUN_SECONDS.get(scope, 0.0) + report.duration
 
 
 @functools.cache
@@ -99,6 +150,10 @@ def _summary(report: NotebookReport) -> dict:
 def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):    # an xdist worker: hand the summaries to the controller
         session.config.workeroutput["notebook_summaries"] = dict(_SUMMARIES)
+    elif getattr(session.config, "cache", None) is not None and _SCOPE_RUN_SECONDS:
+        seen = session.config.cache.get(SCOPE_SECONDS, {})
+        seen.update({scope: round(seconds, 1) for scope, seconds in _SCOPE_RUN_SECONDS.items()})
+        session.config.cache.set(SCOPE_SECONDS, seen)
 
 
 @pytest.hookimpl(optionalhook=True)

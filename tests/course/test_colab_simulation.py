@@ -45,6 +45,16 @@ COLAB_PACKAGES = ("torch", "numpy", "matplotlib", "tqdm", "tokenizers", "pip", "
 
 KERNEL_NAME = "simulated-colab"
 
+# What a notebook run alone must print. Notebook 09 alone finds none of the student's earlier notebooks: every
+# part falls back to PyTorch's, and the CPU configuration must still beat the counted trigram (this run is the
+# suite's only CPU-configuration run of 09 with every part fallen back whose output is read; see
+# test_your_parts.py, which runs 09 beside the student's notebooks).
+PRINTED_ALONE = {
+    "09_your_gpt": ("your parts: yours: none, and this notebook's GPT, AdamW, clipping and train_step | fell back: ",
+                    "bits per byte; counted trigram", "-> beats it by",
+                    "(the same run: every model part fell back)"),
+}
+
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -281,6 +291,9 @@ def test_student_notebook_runs_alone_on_simulated_colab(assignment, colab, tmp_p
     report = _text(nb.cells[-1])
     assert f"utils from {colab.site_packages}" in report, f"utils was not imported from the installed wheel: {report}"
     assert str(conventions.REPO_ROOT) not in report, f"the repository leaked onto the kernel's path: {report}"
+    printed = "".join(_text(cell) for cell in nb.cells)
+    for expected in PRINTED_ALONE.get(assignment.name, ()):
+        assert expected in printed, f"{assignment.name} alone on simulated Colab did not print {expected!r}:\n{printed[-3000:]}"
 
 
 def test_setup_cell_explains_a_failed_install_in_one_line(colab, tmp_path):

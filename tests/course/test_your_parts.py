@@ -6,8 +6,9 @@ visible tests, and a GPT built from them gives the same logits as one built from
 the weights copied across. A broken notebook, a missing file and a path into ``solutions/`` fall back
 with a one-line message. Notebook 09 itself runs twice: with the solution notebooks of 02, 05, 06 and 07
 beside it as the student's (every part is the student's, and the run beats the counted trigram within
-the notebook's CPU budget), and with the untouched student notebooks (every part falls back, with its
-reason, and the notebook still runs).
+the notebook's CPU budget), and with the untouched student notebooks in the GPU configuration on the CPU
+(every part falls back, with its reason, and the notebook still runs). That the CPU configuration beats
+the trigram when every part falls back is checked on the simulated Colab's run (test_colab_simulation.py).
 """
 
 from __future__ import annotations
@@ -213,8 +214,16 @@ def test_notebook_09_trains_the_students_parts_and_beats_the_trigram(tmp_path, m
 
 
 @pytest.mark.slow
-def test_notebook_09_falls_back_part_by_part_on_untouched_notebooks(tmp_path, monkeypatch):
+def test_notebook_09_falls_back_part_by_part_on_untouched_notebooks_and_runs_the_gpu_configuration_on_the_cpu(
+        tmp_path, monkeypatch):
+    # One run serves both (issue 35: each CPU-configuration run of 09 costs two CPU minutes): the untouched
+    # student notebooks beside it, so every part falls back with its reason; COURSE_GPU_CONFIG_ON_CPU=1, so
+    # the GPU branch (standard-library corpus, your train_step under bfloat16 autocast, predicted and measured
+    # time and memory) runs on the CPU with a few small steps. The CPU configuration with every part fallen
+    # back runs in the solution's kernel run and on the simulated Colab (test_colab_simulation.py), where the
+    # run is checked to beat the counted trigram.
     monkeypatch.setenv("COURSE_OFFLINE", "1")
+    monkeypatch.setenv("COURSE_GPU_CONFIG_ON_CPU", "1")
     printed, _, errors = _run_notebook_09(_course(tmp_path, source="notebooks"))
     assert not errors, errors
     line = _parts_line(printed)
@@ -223,17 +232,7 @@ def test_notebook_09_falls_back_part_by_part_on_untouched_notebooks(tmp_path, mo
     for part in PARTS:
         assert f"{part} (" in fallen, line
     assert fallen.count("fails (NotImplementedError)") == len(PARTS), line
-    assert "beats it by" in printed and "the same run: every model part fell back" in printed, printed[-3000:]
-
-
-@pytest.mark.slow
-def test_notebook_09_gpu_configuration_runs_on_the_cpu_in_bfloat16(tmp_path, monkeypatch):
-    # COURSE_GPU_CONFIG_ON_CPU=1: the GPU branch (standard-library corpus, your train_step under bfloat16
-    # autocast, predicted and measured time and memory) runs on the CPU with a few small steps.
-    monkeypatch.setenv("COURSE_OFFLINE", "1")
-    monkeypatch.setenv("COURSE_GPU_CONFIG_ON_CPU", "1")
-    printed, _, errors = _run_notebook_09(_course(tmp_path, source="notebooks"))
-    assert not errors, errors
+    assert "the same run: every model part fell back" in printed, printed[-3000:]
     assert "(GPU configuration) in bfloat16 autocast on the CPU" in printed, printed[:2000]
     assert "standard library:" in printed and "predicted on Colab's T4 (float16 + GradScaler)" in printed
     assert re.search(r"time\s+\d+ s\s+\d+ s\nmemory\s+\d+\.\d+ GiB\s+\d+\.\d+ GiB", printed), printed[-3000:]
