@@ -8,7 +8,7 @@ points at a part of an argument, and only a real difference from the judge's own
 
 from __future__ import annotations
 
-from .. import wire
+from . import wire
 
 MAX_CHANGES_READ = 20
 _UNREADABLE = object()

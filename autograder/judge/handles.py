@@ -1,7 +1,7 @@
 """Handles: the exercise names as a test cell sees them in the judge.
 
 A ``Handle`` stands for a function, class or object that lives in the student's process. Calling it
-sends the arguments there by value (``autograder.wire``) and brings the result back; reading an
+sends the arguments there by value (``autograder.judge.wire``) and brings the result back; reading an
 attribute does the same. ``Probes`` is what ``utils.probes`` calls in the judge for the checks that
 must look inside the student's process (gradients, in-place calls, a test's own time limit). An
 exception the student's code raised comes back as the same built-in type, or ``StudentCodeError``.
@@ -13,8 +13,8 @@ import builtins
 import contextlib
 from typing import TYPE_CHECKING
 
-from .. import wire
-from ..protocol import MAX_ERROR_MESSAGE_CHARS
+from . import wire
+from .protocol import MAX_ERROR_MESSAGE_CHARS
 
 if TYPE_CHECKING:
     from .session import Session

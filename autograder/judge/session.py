@@ -14,8 +14,9 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import sandbox, wire
-from ..protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
+from ..sandbox import confinement
+from . import wire
+from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
 from .changes import changed_inputs
 from .handles import Handle, Probes, StudentCodeError, exception_from
@@ -48,7 +49,7 @@ def _check_failure(text: str):
 
 
 class Session:
-    def __init__(self, scratch: Path, limits: sandbox.Limits, hide: list[Path], names: list[str], log_path: Path):
+    def __init__(self, scratch: Path, limits: confinement.Limits, hide: list[Path], names: list[str], log_path: Path):
         self.scratch = scratch
         self.limits = limits
         self.hide = hide
@@ -65,13 +66,13 @@ class Session:
     # -- the runner's life ---------------------------------------------------------------------
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
-            self.process = sandbox.start_runner(self.scratch, self.limits, self.hide, log)
+            self.process = confinement.start_runner(self.scratch, self.limits, self.hide, log)
         self.connection = Connection(self.process.stdin, self.process.stdout.fileno())
         self.connection.request({"op": "run", "source": "pass"}, STARTUP_TIMEOUT_S)
 
     def stop(self) -> None:
         if self.process is not None:
-            sandbox.kill_group(self.process)
+            confinement.kill_group(self.process)
             self.process = None
 
     def restart(self) -> None:
@@ -247,7 +248,7 @@ class AttachedSession(Session):
     def __init__(self, names: list[str], connection: Connection, limit_s: float):
         self.names = list(names)
         self.connection = connection
-        self.limits = sandbox.Limits(cell_timeout_s=int(limit_s), sandbox="none")
+        self.limits = confinement.Limits(cell_timeout_s=int(limit_s), sandbox="none")
         self.call_limit = None
         self.trouble = None
         self.gone = False

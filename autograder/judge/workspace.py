@@ -15,12 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import sandbox
-from ..protocol import JudgeJob, RunnerSpec
+from ..sandbox import confinement
+from .protocol import JudgeJob, RunnerSpec
 from .session import STARTUP_TIMEOUT_S, Session
 from .transport import RunnerGone
 
-START_FAILURES = (RunnerGone, sandbox.SandboxUnavailable, OSError)
+START_FAILURES = (RunnerGone, confinement.SandboxUnavailable, OSError)
 
 
 class Workspace:
@@ -65,7 +65,7 @@ class Workspace:
 
     def close(self) -> None:
         self.session.stop()
-        sandbox.kill_descendants()
+        confinement.kill_descendants()
         self._folder.cleanup()
 
     def __enter__(self) -> "Workspace":

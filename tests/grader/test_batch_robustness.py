@@ -18,12 +18,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grading, intake, report, submissions
+from autograder.batch import grading, intake, report
+from autograder.course import submissions
 from autograder.__main__ import main as autograder_main
-from autograder.grading import grade
-from autograder.intake import NoSubmissions
-from autograder.text import clean_text
-from autograder.sandbox import Limits
+from autograder.batch.grading import grade
+from autograder.batch.intake import NoSubmissions
+from autograder.course.text import clean_text
+from autograder.sandbox.confinement import Limits
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
@@ -441,7 +442,7 @@ def test_a_reply_nested_too_deeply_is_the_students_protocol_error():
 
 
 def test_a_result_with_lone_surrogates_is_made_valid_and_says_so():
-    from autograder.protocol import sign
+    from autograder.judge.protocol import sign
 
     key = b"k" * 32
     body = json.dumps({"status": "ok", "detail": "", "cells": [{"index": 3, "outputs": [
@@ -453,10 +454,10 @@ def test_a_result_with_lone_surrogates_is_made_valid_and_says_so():
 
 
 def test_the_readme_states_the_limits_the_code_applies():
-    from autograder import flags
+    from autograder.batch import flags
     from autograder.judge import outputs
 
-    text = " ".join((Path(grading.__file__).parent / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((Path(grading.__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
     stated = [f"at most {intake.MAX_NOTEBOOK_BYTES // 2**20} MB",
               f"at most {intake.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all and {intake.MAX_SUBMISSION_FILES:,} files",
               f"at most {outputs.MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB of outputs per notebook",

@@ -1,4 +1,4 @@
-"""Finding and reading submissions (autograder/intake.py), on small folders made here: where each
+"""Finding and reading submissions (autograder/batch/intake.py), on small folders made here: where each
 notebook found goes, and why a file that cannot be graded is refused."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import intake
-from autograder.protocol import Status
+from autograder.batch import intake
+from autograder.judge.protocol import Status
 
 
 @dataclass

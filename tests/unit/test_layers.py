@@ -12,9 +12,11 @@ PACKAGE = Path(autograder.__file__).resolve().parent
 
 # The process that runs student code, and the judge beside it, must not pull in the batch grader
 # (nbgrader, the gradebook, the CSV): a smaller surface, and no path from a test cell to grades.
-STUDENT_SIDE = {"runner", "kernel_agent", "wire", "serving", "protocol", "sandbox"}
-BATCH = {"grading", "gradebook", "intake", "report", "shards", "demo", "__main__", "build", "check", "agreement",
-         "class_report", "class_report_page", "report_figures", "mutant_messages"}
+STUDENT_SIDE = {"sandbox.runner", "sandbox.kernel_agent", "judge.wire", "judge.serving", "judge.protocol",
+                "sandbox.confinement"}
+BATCH = {"batch.grading", "batch.gradebook", "batch.intake", "batch.report", "batch.shards", "course.demo", "__main__",
+         "course.build", "course.check", "course.agreement", "batch.class_report", "batch.class_report_page",
+         "batch.report_figures", "batch.mutant_messages"}
 
 
 def _module_name(path: Path) -> str:
@@ -51,7 +53,8 @@ def _graph(module_level_only: bool) -> dict[str, set[str]]:
 
 def test_the_import_reader_sees_known_edges():
     graph = _graph(module_level_only=True)
-    assert "protocol" in graph["grading"] and "serving" in graph["runner"] and "judge.outputs" in graph["gradebook"]
+    assert "judge.protocol" in graph["batch.grading"] and "judge.serving" in graph["sandbox.runner"]
+    assert "judge.outputs" in graph["batch.gradebook"]
     assert "judge.session" in graph["judge.notebook"]
 
 

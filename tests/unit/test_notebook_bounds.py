@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebook_bounds
+from autograder.batch import notebook_bounds
 from fixture_course import make_course
 
 FILE_BYTES = 24 * 2**20     # under intake.MAX_NOTEBOOK_BYTES
@@ -85,7 +85,8 @@ MEASURE = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     import nbformat
-    from autograder import conventions, grading, intake
+    from autograder.course import conventions
+    from autograder.batch import grading, intake
     release = nbformat.read(sys.argv[1], as_version=4)
     path = Path(sys.argv[2])
     start, outcome = time.perf_counter(), {}

@@ -1,4 +1,4 @@
-"""``autograder.wire``, the encoding of values between the judge and the student's process.
+"""``autograder.judge.wire``, the encoding of values between the judge and the student's process.
 
 A round trip (encode, JSON, decode) must give back an equal value of the same type for nested values
 built from every kind the protocol allows (hypothesis draws them), and ``decode`` must refuse every
@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder import wire
+from autograder.judge import wire
 
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "hypothesis-course"))
 
@@ -159,7 +159,7 @@ def test_depth_and_length_limits():
 
 def returned_to_the_judge(value):
     """``value`` as a test cell in the judge receives it when the student's function returns it."""
-    from autograder.kernel_agent import Agent
+    from autograder.sandbox.kernel_agent import Agent
 
     reply = Agent({"f": lambda: value}).handle({"op": "call", "target": {"name": "f"}, "args": [],
                                                 "kwargs": {"$": "dict", "items": []}})

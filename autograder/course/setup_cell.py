@@ -68,7 +68,7 @@ def release_problems(url: str | None = None) -> list[str]:
     url = REPOSITORY_URL if url is None else url
     problems = []
     if url in PLACEHOLDER_URLS or url.lower() in {u.lower() for u in PLACEHOLDER_URLS}:
-        problems.append(f"REPOSITORY_URL in autograder/setup_cell.py is the placeholder {url!r}; "
+        problems.append(f"REPOSITORY_URL in autograder/course/setup_cell.py is the placeholder {url!r}; "
                         "set it to the course's published GitHub repository")
     elif not _GITHUB_REPOSITORY.match(url):
         problems.append(f"REPOSITORY_URL {url!r} is not a GitHub repository address "

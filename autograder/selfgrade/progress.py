@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from .selfgrade import _run_with_grading_cell, available_assignments, infer_assignment, read_bundle, run_tests, summarise
+from . import _run_with_grading_cell, available_assignments, infer_assignment, read_bundle, run_tests, summarise
 
 RESULT_MARKER = "course-selfgrade-result:"
 
@@ -52,7 +52,7 @@ def course_notebooks(folder: Path) -> list[tuple[str, Path]]:
 
 def grade_notebook(assignment: str, path: Path) -> dict:
     """The notebook run and graded: ``{"rows", "earned", "total"}``, or ``{"error": ...}``."""
-    code = f"from autograder.selfgrade_progress import print_result\nprint_result({assignment!r})"
+    code = f"from autograder.selfgrade.progress import print_result\nprint_result({assignment!r})"
     try:
         outputs = _run_with_grading_cell(path, assignment, code)
     except Exception as error:  # noqa: BLE001 - one notebook that cannot run never stops the table
@@ -115,8 +115,8 @@ def format_progress(rows: list[dict]) -> str:
 
 def progress_page(rows: list[dict]) -> str:
     """The progress as a self-contained page: the table and a figure of the points per notebook."""
-    from .gradebook import CSP
-    from .report_figures import progress_png
+    from ..batch.gradebook import CSP
+    from ..batch.report_figures import progress_png
 
     scored = [r for r in rows if r["total"]]
     figure = progress_png([r["assignment"] for r in scored], [100 * r["earned"] / r["total"] for r in scored])

@@ -46,24 +46,24 @@ from pathlib import Path
 
 import nbformat
 
-from . import conventions
-from .course_directory import link_sources, make_api, put_scripts_on_path
+from ..course import conventions
+from ..course.course_directory import link_sources, make_api, put_scripts_on_path
 from .flags import MAX_SCANNED_CHARS, flags_for
 from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
 from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
                      Unreadable, discover, name_problem, no_submissions_message, read_submission, shown_name,
                      stage_files)
-from .judge_client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
-from .memory_watch import workers_within
-from .protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
+from ..judge.client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
+from ..sandbox.memory_watch import workers_within
+from ..judge.protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
 from .repair import repair
 from .report import GradeRow, write_csv
-from .sandbox import Limits, check_runner_starts, use_bwrap
-from .setup_cell import SETUP_GRADE_ID
+from ..sandbox.confinement import Limits, check_runner_starts, use_bwrap
+from ..course.setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
 from .tampering import TAMPERING, tampering_for
-from .text import clean_text
+from ..course.text import clean_text
 from .warnings_log import captured
 
 STATE_FILE = "grading_state.json"
@@ -177,7 +177,7 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
 
 def _tampering(flags: str) -> str:
     """The flags that make the runner's reports of unchanged inputs unbelievable, for the judge: a reach
-    into the grader's machinery (``autograder.tampering``), or code not read in full (it may hide one)."""
+    into the grader's machinery (``autograder.batch.tampering``), or code not read in full (it may hide one)."""
     return "; ".join(flag for flag in (flags or "").split("; ") if flag.startswith((TAMPERING + ": ",) + UNREAD))
 
 
@@ -273,7 +273,7 @@ def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Lim
     ``students``/``assignments`` limit the run to some submissions (the others keep their earlier
     results). A submission whose files, solution notebook and limits are unchanged since the last
     run in the same ``out_dir`` is not graded again unless ``force``. ``shard`` grades only the
-    submissions that shard owns (``autograder/shards.py``) and marks ``out_dir`` finished at the end.
+    submissions that shard owns (``autograder/batch/shards.py``) and marks ``out_dir`` finished at the end.
     ``judges_ahead``: start each worker's next judge and runner while it grades a notebook
     (``JudgesAhead``; off, each starts when its job comes, as the benchmark compares).
     ``host_memory_mb``: what all notebooks graded at once may hold together (default 80% of the host's

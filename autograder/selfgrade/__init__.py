@@ -25,13 +25,13 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from .protocol import SelfGradeJob, TestVerdict, verdicts_from
-from .serving import TimeLimit, serve
+from ..judge.protocol import SelfGradeJob, TestVerdict, verdicts_from
+from ..judge.serving import TimeLimit, serve
 
 # Nothing here imports nbformat or nbgrader at module level: on Colab only what the course's own
 # package needs is installed, and the self-grading cell must work there.
 
-BUNDLE_DIR = Path(__file__).resolve().parent / "selfgrade"
+BUNDLE_DIR = Path(__file__).resolve().parent
 CELL_MARKER = "# Self-grading:"
 HEADING = "## How did you do? Grade yourself"
 # Not a secret: the bundle is obfuscated so that a hidden test is not one click away while you work.
@@ -57,7 +57,7 @@ def _mask(data: bytes) -> bytes:
 
 def make_bundle(source_nb) -> bytes:
     """The graded test cells of a source notebook, with what the judge needs, obfuscated."""
-    from . import conventions
+    from ..course import conventions
 
     tests = []
     for exercise in conventions.exercises(source_nb):
@@ -79,7 +79,7 @@ def read_bundle(assignment_name: str) -> dict | None:
 
 def run_tests(bundle: dict, namespace: dict, limit_s: float = 300.0) -> list[TestVerdict]:
     """Run the bundle's tests in a judge process, answering its calls from ``namespace``; a verdict per test."""
-    from .kernel_agent import Agent
+    from ..sandbox.kernel_agent import Agent
 
     job = SelfGradeJob(bundle["names"], bundle["tests"], limit_s)
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge", "--attached"], stdin=subprocess.PIPE,

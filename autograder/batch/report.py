@@ -7,8 +7,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .sandbox import Limits
-from .text import clean_text
+from ..sandbox.confinement import Limits
+from ..course.text import clean_text
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]
 
@@ -57,7 +57,7 @@ def write_csv(rows: list[GradeRow], path: Path) -> None:
 def self_grading_bundles() -> list[Path]:
     """The public edition's self-grading bundles in the installed grader (they hold the hidden tests,
     and the sandbox can read the grader's own package)."""
-    return sorted((Path(__file__).resolve().parent / "selfgrade").glob("*.bin"))
+    return sorted((Path(__file__).resolve().parents[1] / "selfgrade").glob("*.bin"))
 
 
 BUNDLES_REFUSAL = ("this is the public edition of the course: autograder/selfgrade/*.bin ({count} file(s)) hold the "

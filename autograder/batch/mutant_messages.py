@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import conventions
+from ..course import conventions
 
 CACHE_DIR = "report_cache"
 
@@ -81,9 +81,9 @@ def _fingerprint(source_path: Path, files: dict[str, list[Path]]) -> str:
 def _run_mutants(assignment: conventions.Assignment, files: dict[str, list[Path]]) -> list[MutantFailure]:
     """Walk the solution notebook in a judge session; at each exercise with mutants, swap each in and
     judge the exercise's test cells, then put the solution back (``check``'s walk, keeping the messages)."""
-    from .judge.session import Session
-    from .sandbox import Limits
-    from .setup_cell import SETUP_GRADE_ID
+    from ..judge.session import Session
+    from ..sandbox.confinement import Limits
+    from ..course.setup_cell import SETUP_GRADE_ID
 
     nb = conventions.read_notebook(assignment.source_path)
     by_first_test = {min(e.test_indices): e for e in conventions.exercises(nb) if e.test_indices}

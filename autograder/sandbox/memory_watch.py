@@ -167,7 +167,7 @@ def host_memory_mb() -> int:
 def notebook_bound_mb(memory_mb: int, isolated: bool) -> int:
     """The most host memory one notebook being graded can hold: its sandbox (``--memory-mb``, plus the
     sandbox's tmpfs with bubblewrap), its judge, and the judge and runner started ahead of the next."""
-    from .sandbox import SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES
+    from .confinement import SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES
 
     tmpfs = (SANDBOX_TMP_BYTES + SANDBOX_SHM_BYTES) // 2**20 if isolated else 0
     return memory_mb + tmpfs + JUDGE_MB + AHEAD_MB

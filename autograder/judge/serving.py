@@ -1,6 +1,6 @@
 """The student side's request loop: read a request, answer it within its time limit, write the reply.
 
-Two processes answer the judge: the sandboxed runner (``autograder.runner``, batch grading) and the
+Two processes answer the judge: the sandboxed runner (``autograder.sandbox.runner``, batch grading) and the
 student's own kernel while it grades itself (``autograder.selfgrade``). Both use ``serve``: one JSON
 request per line in, one JSON reply per line out, each reply carrying its request's ``id``. A request's
 ``limit`` (seconds) is enforced here with ``SIGALRM``: the code running when it fires gets a

@@ -27,8 +27,8 @@ import io
 import sys
 import traceback
 
-from . import wire
-from .protocol import MAX_ERROR_MESSAGE_CHARS
+from ..judge import wire
+from ..judge.protocol import MAX_ERROR_MESSAGE_CHARS
 
 MAX_REFS = 10_000
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
-from . import conventions
+from ..course import conventions
 from .mutant_messages import MutantFailure, error_message, mutant_failures
 from .report import GradeRow
-from .text import clean_text
+from ..course.text import clean_text
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -126,7 +126,7 @@ def read_submissions(out_dir: Path, rows: list[GradeRow]) -> dict:
 def _read_points(db_path: Path, found: dict) -> None:
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .course_directory import put_scripts_on_path
+    from ..course.course_directory import put_scripts_on_path
 
     if not db_path.exists():
         return

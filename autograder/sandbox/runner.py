@@ -1,4 +1,4 @@
-"""The sandboxed process that runs a submission's code (``python -m autograder.runner``).
+"""The sandboxed process that runs a submission's code (``python -m autograder.sandbox.runner``).
 
 It is untrusted by design: student code runs in this very process (an IPython shell, no Jupyter
 kernel, so no connection files and no sockets), and may rewrite anything here. The judge, on the
@@ -12,9 +12,9 @@ C-level print cannot interleave with replies). Each request has an ``id`` the re
   "images"}`` (text capped; figures as PNG);
 * ``{"id": n, "op": "enter"}``: copy the submission's files (read-only at ``COURSE_RUNNER_SEED``)
   into the working folder again, for a runner started before they were there; reply ``{"ok": true}``;
-* every other op is the judge's call protocol, answered by ``autograder.kernel_agent.Agent``.
+* every other op is the judge's call protocol, answered by ``autograder.sandbox.kernel_agent.Agent``.
 
-Time limits: each request's ``limit`` is enforced here (``autograder.serving``: an alarm, then a
+Time limits: each request's ``limit`` is enforced here (``autograder.judge.serving``: an alarm, then a
 ``KeyboardInterrupt`` in the running code); the judge also sends SIGINT, and kills the process when
 no reply comes soon after.
 """
@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_IMAGE_CHARS
-from .serving import TimeLimit, serve
+from ..judge.protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_IMAGE_CHARS
+from ..judge.serving import TimeLimit, serve
 
 
 def _course_paths_first() -> None:

@@ -23,9 +23,9 @@ import copy
 import functools
 import re
 
-from . import conventions
-from .selfgrade import is_self_grading_cell
-from .setup_cell import SETUP_GRADE_ID
+from ..course import conventions
+from ..selfgrade import is_self_grading_cell
+from ..course.setup_cell import SETUP_GRADE_ID
 
 _DEFINES = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 

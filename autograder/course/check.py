@@ -24,9 +24,10 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
-from . import conventions, cpu_time
-from .judge.session import Session
-from .sandbox import Limits
+from . import conventions
+from ..sandbox import cpu_time
+from ..judge.session import Session
+from ..sandbox.confinement import Limits
 from .setup_cell import SETUP_GRADE_ID
 
 

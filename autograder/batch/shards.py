@@ -189,7 +189,7 @@ def _gradebook_scores(db: Path) -> dict:
         return {}
     from nbgrader.api import Gradebook
 
-    from .course_directory import put_scripts_on_path
+    from ..course.course_directory import put_scripts_on_path
 
     put_scripts_on_path()
     with Gradebook(f"sqlite:///{db}") as gradebook:
@@ -218,7 +218,7 @@ def _merge_gradebooks(shards: list[Path], target: Path) -> None:
     """One gradebook holding every shard's assignments, students, submissions, grades and comments."""
     from nbgrader.api import Gradebook
 
-    from .course_directory import put_scripts_on_path
+    from ..course.course_directory import put_scripts_on_path
 
     put_scripts_on_path()
     with Gradebook(f"sqlite:///{target}") as merged:

@@ -8,7 +8,7 @@ on. The values are the strings of the CSV's ``status`` column, the README and th
 The messages between processes are typed here too, each with its own checks on the way in:
 ``JudgeJob`` (grader -> judge) and ``JudgeResult`` (judge -> grader, sealed with ``seal``/``unseal``),
 ``SelfGradeJob`` and ``TestVerdict`` (a student's kernel <-> the attached judge). The calls between
-the judge and the student's process are ``autograder.kernel_agent``'s, their values ``autograder.wire``'s.
+the judge and the student's process are ``autograder.sandbox.kernel_agent``'s, their values ``autograder.judge.wire``'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from .sandbox import Limits
+from ..sandbox.confinement import Limits
 
 
 class Status(StrEnum):
@@ -30,7 +30,7 @@ class Status(StrEnum):
     MEMORY_LIMIT = "memory limit"
     PROTOCOL_ERROR = "protocol error"
     ERROR = "error"
-    # Submissions that never ran, and the grader's own failures (autograder/grading.py):
+    # Submissions that never ran, and the grader's own failures (autograder/batch/grading.py):
     INVALID_NOTEBOOK = "invalid notebook"
     MISSING_NOTEBOOK = "missing notebook"
     MISPLACED_NOTEBOOK = "misplaced notebook"
@@ -109,7 +109,7 @@ class RunnerSpec:
 
 @dataclass(frozen=True)
 class JudgeJob:
-    """What the judge needs to grade one notebook (``autograder.grading.prepare_job`` builds it).
+    """What the judge needs to grade one notebook (``autograder.batch.grading.prepare_job`` builds it).
 
     ``cells`` are the sanitised notebook's cells as ``{"cell_type", "source", "metadata"}``; the judge
     runs ``run_indices`` in the runner (``answer_cells`` among them: trouble there sets the status),

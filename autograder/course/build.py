@@ -17,7 +17,8 @@ from pathlib import Path
 
 import nbformat
 
-from . import conventions, selfgrade, student_work
+from . import conventions, student_work
+from .. import selfgrade
 from .course_directory import course_config, link_sources, make_api
 from .setup_cell import SETUP_GRADE_ID, release_problems, setup_cell_source
 
@@ -102,7 +103,7 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
     """Build every student version (or only the assignments named in ``only``); return the files that changed.
 
     ``release``: the build is for publishing the course; refuse it (before writing anything) while
-    the repository URL in ``autograder/setup_cell.py`` is a placeholder.
+    the repository URL in ``autograder/course/setup_cell.py`` is a placeholder.
 
     ``self_grading`` (the public edition): each student version ends with the self-grading cell, and
     the tests it runs are written to ``bundle_dir`` (default ``autograder/selfgrade`` beside

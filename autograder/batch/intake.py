@@ -20,11 +20,11 @@ from pathlib import Path
 import nbformat
 import nbformat.reader
 
-from . import conventions
+from ..course import conventions
 from .notebook_bounds import NotebookTooBig, read_bounded
-from .protocol import Status
+from ..judge.protocol import Status
 from .report import GradeRow
-from .text import clean_text, valid_unicode
+from ..course.text import clean_text, valid_unicode
 
 MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
 MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets

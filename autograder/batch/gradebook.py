@@ -20,13 +20,13 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from . import conventions
-from .course_directory import course_config
+from ..course import conventions
+from ..course.course_directory import course_config
 from .feedback_page import readable_page
-from .judge.outputs import error_output
-from .protocol import JudgeResult, Status
+from ..judge.outputs import error_output
+from ..judge.protocol import JudgeResult, Status
 from .report import GradeRow
-from .text import clean_text
+from ..course.text import clean_text
 
 if TYPE_CHECKING:
     from .grading import Job

@@ -209,7 +209,7 @@ def check_runner_starts(limits: Limits, hide: list[Path],
     instead of failing every submission in turn."""
     import tempfile
 
-    command = command or [sys.executable, "-c", "import autograder.runner"]  # quick: no torch yet
+    command = command or [sys.executable, "-c", "import autograder.sandbox.runner"]  # quick: no torch yet
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
         scratch = Path(tmp)
         command, env = _sandboxed(command, scratch, limits, hide)
@@ -437,14 +437,14 @@ def _sandboxed(command: list[str], scratch: Path, limits: Limits, hide: list[Pat
 
 
 def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subprocess.Popen:
-    """Start ``python -m autograder.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says.
+    """Start ``python -m autograder.sandbox.runner`` in ``scratch``, sandboxed as ``limits.sandbox`` says.
 
     Its standard error (``log``, a file open for writing) keeps at most ``RUNNER_LOG_BYTES``: the
     process writes into a pipe that a thread of this process copies, then drains. Another thread sums
     the resident memory and counts the tasks of every process of the sandbox, and kills them all past
     ``limits.memory_mb`` or ``SANDBOX_MAX_TASKS``.
     """
-    command, env = _sandboxed([sys.executable, "-m", "autograder.runner"], scratch, limits, hide)
+    command, env = _sandboxed([sys.executable, "-m", "autograder.sandbox.runner"], scratch, limits, hide)
     read_end, write_end = os.pipe()
     try:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end,
