@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .sandbox.confinement import Limits
+from .sandbox.limits import Limits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,7 +160,8 @@ def run_grade(args, parser) -> int:
     from .batch.grading import grade
     from .batch.intake import NoSubmissions
     from .batch.report import BUNDLES_REFUSAL, format_table, self_grading_bundles, summary_warnings
-    from .sandbox.confinement import RunnerCannotStart, SandboxUnavailable
+    from .sandbox.confinement import RunnerCannotStart
+    from .sandbox.bubblewrap import SandboxUnavailable
     from .batch.shards import Shard
     from .batch.warnings_log import LOG_NAME
 
@@ -238,7 +239,8 @@ def run_selfgrade(args, parser) -> int:
 
 def run_demo_command(args, parser) -> int:
     from .course.demo import run_demo, selected_assignments
-    from .sandbox.confinement import RunnerCannotStart, SandboxUnavailable
+    from .sandbox.confinement import RunnerCannotStart
+    from .sandbox.bubblewrap import SandboxUnavailable
 
     try:
         assignments = selected_assignments(args.assignment, args.all)

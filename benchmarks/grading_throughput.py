@@ -25,7 +25,7 @@ from autograder.course import conventions, submissions
 from autograder.batch import stage_times
 from autograder.batch.grading import grade
 from autograder.judge.protocol import AHEAD_PREFIX
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 
 
 def main() -> int:

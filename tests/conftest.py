@@ -32,7 +32,7 @@ ASSIGNMENTS = conventions.assignments()
 
 # The suite's own submissions are graded in the bubblewrap sandbox where it works (CI installs it);
 # elsewhere with limits only, which must then be asked for explicitly (`auto` refuses to fall back).
-from autograder.sandbox.confinement import bwrap_available  # noqa: E402
+from autograder.sandbox.bubblewrap import bwrap_available  # noqa: E402
 
 TEST_SANDBOX = "auto" if bwrap_available() else "none"
 

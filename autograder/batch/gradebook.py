@@ -29,7 +29,7 @@ from .report import GradeRow
 from ..course.text import clean_text
 
 if TYPE_CHECKING:
-    from .grading import Job
+    from .preparation import Job
 
 CSP = ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
        "style-src 'unsafe-inline'; font-src data:\">")

@@ -12,8 +12,9 @@ Layout read: ``SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`` (nbgrade
   name, points, verdict and the judge's message; student HTML and scripts never run in it;
 * ``OUT/course/``: nbgrader's working folders.
 
-Each submission goes through these stages, each a function below, each isolated so that one
-submission can never stop the batch (any failure becomes that submission's status):
+Each submission goes through these stages (``planning`` decides which run; ``preparation`` holds the
+repair and the judge's job), each isolated so that one submission can never stop the batch (any
+failure becomes that submission's status):
 
 ``discover`` (``intake``: every notebook found gets a row; misplaced ones graded where their name
 names the assignment, or reported) -> ``read_submission`` (``intake``) -> ``repair_submission`` ->
@@ -31,13 +32,8 @@ bounded amount of code.
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
-import os
-import secrets
 import shutil
-import stat
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -48,196 +44,23 @@ import nbformat
 
 from ..course import conventions
 from ..course.course_directory import link_sources, make_api, put_scripts_on_path
-from .flags import MAX_SCANNED_CHARS, flags_for
-from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
-from .intake import (MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, NoSubmissions,
-                     Unreadable, discover, name_problem, no_submissions_message, read_submission, shown_name,
-                     stage_files)
+from ..course.text import clean_text
 from ..judge.client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
+from ..judge.protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeResult, RunnerSpec, Status
+from ..sandbox.bubblewrap import use_bwrap
+from ..sandbox.confinement import check_runner_starts
+from ..sandbox.limits import Limits
 from ..sandbox.memory_watch import workers_within
-from ..judge.protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeJob, JudgeResult, RunnerSpec, Status
-from .repair import repair
+from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
+from .intake import Found, NoSubmissions, Unreadable, discover, no_submissions_message, read_submission, stage_files
+from .planning import STATE_FILE, Plan, load_state, plan_run
+from .preparation import Job, answer_sources, flag_sources, prepare_job, repair_submission
 from .report import GradeRow, write_csv
-from ..sandbox.confinement import Limits, check_runner_starts, use_bwrap
-from ..course.setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
 from .stage_times import add as add_stage_time, stage
-from .tampering import TAMPERING, tampering_for
-from ..course.text import clean_text
 from .warnings_log import captured
 
-STATE_FILE = "grading_state.json"
 STATUSES = JUDGE_STATUSES   # what a judge may report
-GRADER_VERSION = "5"  # bump when a change to the grader should regrade unchanged submissions
-MAX_FLAGGED_CHARS = 1_000_000                   # answer code parsed for flags, per submission
-MAX_EXTRA_MARKDOWN_CHARS = 200_000
-# Flags saying code was not read in full (``flags_for``, ``flag_sources``): it may hide a reach into the grader.
-UNREAD = ("code cell too long to scan", "code too long to scan in full", "code the grader could not parse")
-
-
-@dataclass
-class Job:
-    """One submission on its way through the stages."""
-
-    student_id: str
-    assignment: conventions.Assignment
-    folder: Path
-    row: GradeRow
-    submitted_path: Path | None = None   # the repaired copy under OUT/course/submitted
-    judge_job: JudgeJob | None = None    # what the judge gets
-    result: JudgeResult | None = None    # what the judge said
-    release_sources: set = field(default_factory=set)
-    files_dir: Path | None = None        # the submission's other files, staged for the runner
-
-
-# --------------------------------------------------------------------------------------------------
-# Stage 2: repair
-
-
-def normalise(nb) -> list[str]:
-    """Fix what is valid nbformat but would break grading: odd metadata, outputs, huge extra text (in place)."""
-    notes = []
-    bad_meta = 0
-    for cell in nb.cells:
-        meta = cell.get("metadata")
-        if not isinstance(meta, dict):
-            cell["metadata"] = meta = nbformat.NotebookNode()
-            bad_meta += 1
-        if "nbgrader" in meta and not isinstance(meta["nbgrader"], dict):
-            del meta["nbgrader"]
-            bad_meta += 1
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-        elif "attachments" in cell:
-            del cell["attachments"]
-    if bad_meta:
-        notes.append(f"malformed metadata removed from {bad_meta} cell(s)")
-    return notes
-
-
-def _cap_extra_markdown(nb, release_sources: set) -> list[str]:
-    total = 0
-    trimmed = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code" and cell.source not in release_sources:
-            total += len(cell.source)
-            if total > MAX_EXTRA_MARKDOWN_CHARS:
-                cell.source = "[text removed by the grader: the notebook's own notes were too long]"
-                trimmed += 1
-    return [f"{trimmed} over-long text cell(s) shortened"] if trimmed else []
-
-
-def repair_submission(nb, release) -> tuple[object, list[str]]:
-    notes = normalise(nb)
-    nb, repaired = repair(nb, release)
-    notes += repaired
-    notes += _cap_extra_markdown(nb, {c.source for c in release.cells})
-    return nb, notes
-
-
-# --------------------------------------------------------------------------------------------------
-# Stage 3: prepare the judge's job
-
-
-def _sanitise(nb, job: Job, config, db_url: str):
-    """nbgrader's own checks and the course's test cells put back (hidden tests included)."""
-    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells, OverwriteKernelspec
-
-    resources = {"nbgrader": {"student": job.student_id, "assignment": job.assignment.name,
-                              "notebook": job.assignment.notebook_name, "db_url": db_url},
-                 "metadata": {"path": str(job.submitted_path.parent)}}
-    for cls in (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata):
-        nb, resources = cls(config=config).preprocess(nb, resources)
-    return nb
-
-
-def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Path], config, db_url: str,
-                files_dir: Path | None = None) -> None:
-    prepared = _sanitise(copy.deepcopy(nb), job, config, db_url)
-    release_code = {c.source for c in release.cells if c.cell_type == "code" and not conventions.nbgrader_meta(c).get("solution")}
-    run_indices, answers, labels = [], [], {}
-    for index, cell in enumerate(prepared.cells):
-        if cell.cell_type != "code" or conventions.is_graded_cell(cell):
-            continue
-        gid = conventions.grade_id(cell)
-        if gid == SETUP_GRADE_ID:
-            run_indices.append(index)
-            labels[str(index)] = "the set-up cell"
-        elif conventions.is_solution_cell(cell):
-            run_indices.append(index)
-            answers.append(index)
-            labels[str(index)] = f"your answer cell '{gid}'"
-        elif cell.source not in release_code:
-            run_indices.append(index)   # the student's own cell (demo cells of the course are not re-run)
-    cells = [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata)) for c in prepared.cells]
-    job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
-                             str(files_dir) if files_dir else None, [str(p) for p in hide], _tampering(job.row.flags))
-
-
-def _tampering(flags: str) -> str:
-    """The flags that make the runner's reports of unchanged inputs unbelievable, for the judge: a reach
-    into the grader's machinery (``autograder.batch.tampering``), or code not read in full (it may hide one)."""
-    return "; ".join(flag for flag in (flags or "").split("; ") if flag.startswith((TAMPERING + ": ",) + UNREAD))
-
-
-# --------------------------------------------------------------------------------------------------
-# The batch
-
-
-def _fingerprint(found: "Found", source_path: Path, limits: Limits) -> str:
-    """What decides whether a submission must be graded again: its files (sizes read with ``lstat``;
-    contents hashed in chunks, up to the size the runner would get), the solution and the limits."""
-    digest = hashlib.sha256(f"{GRADER_VERSION}|{limits}".encode())
-    digest.update(source_path.read_bytes())
-    if found.notebook is not None:
-        paths = [found.notebook]
-    else:
-        paths = []
-        for parent, dirs, files in os.walk(found.folder):
-            dirs.sort()
-            paths.extend(Path(parent) / f for f in sorted(files))
-            if len(paths) > MAX_SUBMISSION_FILES:
-                break
-    budget = MAX_SUBMISSION_FILES_BYTES + MAX_NOTEBOOK_BYTES
-    for path in paths[:MAX_SUBMISSION_FILES + 1]:
-        info = path.lstat()
-        digest.update(os.fsencode(path.relative_to(found.folder)) + b"\0" + f"{info.st_mode}|{info.st_size}".encode())
-        if not stat.S_ISREG(info.st_mode):
-            continue
-        if info.st_size > budget:
-            digest.update(f"|{info.st_mtime_ns}".encode())
-            continue
-        budget -= info.st_size
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def _answer_sources(nb, release) -> list[str]:
-    """Code the student wrote: answer cells and their own cells (not the released cells)."""
-    released = {c.source for c in release.cells if not conventions.nbgrader_meta(c).get("solution")}
-    return [c.source for c in nb.cells if c.cell_type == "code" and c.source not in released]
-
-
-def flag_sources(sources: list[str]) -> str:
-    """The flags of the student's code, parsing at most ``MAX_FLAGGED_CHARS`` in all (the grader's own process)."""
-    found: set[str] = set()
-    budget = MAX_FLAGGED_CHARS
-    for source in sources:
-        if len(source) > MAX_SCANNED_CHARS:
-            found.update(flags_for(source))   # not parsed: flagged as too long to scan
-            continue
-        if len(source) > budget:
-            found.add("code too long to scan in full")
-            continue
-        budget -= len(source)
-        try:
-            found.update(flags_for(source) + tampering_for(source))
-        except Exception:  # noqa: BLE001 - a flag is advice; never a reason to stop
-            found.add("code the grader could not parse")
-    return "; ".join(sorted(found))
 
 
 @dataclass
@@ -253,13 +76,6 @@ class _Course:
     sources: dict = field(default_factory=dict)    # assignment name -> solution notebook
     release_text: dict = field(default_factory=dict)   # assignment name -> the release notebook's cell sources
     owners: dict = field(default_factory=dict)     # the course's notebook file names -> their assignments
-
-
-@dataclass
-class _Plan:
-    rows: dict          # (student, assignment) -> GradeRow: every row of the CSV
-    fingerprints: dict  # (student, assignment) -> fingerprint of what was graded
-    todo: list          # (Found, Assignment, GradeRow) to grade in this run
 
 
 def grade(submissions_dir: Path, out_dir: Path, *, workers: int = 1, limits: Limits = Limits(),
@@ -306,10 +122,10 @@ def _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, s
     course = _open_course(out_dir, Path(solutions_dir), hide)
     course.owners = {a.source_path.name: a.name for a in known.values()}
     state_path = out_dir / STATE_FILE
-    state = _load_state(state_path)
+    state = load_state(state_path)
     if shard is not None:
         clear_marker(out_dir)
-    plan = _plan(found, misplaced, known, state, limits, Path(solutions_dir), students, assignments, force, shard)
+    plan = plan_run(found, misplaced, known, state, limits, Path(solutions_dir), students, assignments, force, shard)
     _release(plan, course)
     jobs = [job for job in (_prepare(entry, assignment, row, course, limits) for entry, assignment, row in plan.todo) if job]
     graded_now = {(job.student_id, job.assignment.name) for job in jobs}
@@ -344,55 +160,7 @@ def _open_course(out_dir: Path, solutions_dir: Path, hide: list[Path]) -> _Cours
     return _Course(root, config, make_api(config), f"sqlite:///{db_path}", staging, hide)
 
 
-def _load_state(state_path: Path) -> dict:
-    try:
-        return json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
-    except (OSError, ValueError):
-        return {}  # a damaged state file only costs a regrade
-
-
-def _plan(found, misplaced, known, state, limits, solutions_dir, students, assignments, force, shard) -> _Plan:
-    """Which submissions to grade now; the rows of the others (kept from the last run, or final as they are)."""
-    rows = {(r.student_id, r.assignment): r for r in misplaced}
-    if shard is not None:
-        rows = {key: row for key, row in rows.items() if shard.owns(*key)}   # each misplaced row in one shard
-    plan = _Plan(rows, {}, [])
-    for entry in found:
-        key = (entry.student_id, entry.assignment)
-        if shard is not None and not shard.owns(*key):
-            continue
-        problem = name_problem(entry.student_id) or name_problem(entry.assignment)
-        if problem:   # the names escaped, so that the row never looks like another student's
-            rows[key] = GradeRow(shown_name(key[0]), shown_name(key[1]), None, None, Status.INVALID_NAME, problem)
-        elif entry.assignment not in known:
-            rows[key] = GradeRow(*key, None, None, Status.UNKNOWN_ASSIGNMENT,
-                                 "; ".join([f"no assignment {entry.assignment!r} in {solutions_dir.name}/"] + entry.notes))
-        elif not _kept_from_last_run(plan, entry, known[entry.assignment], state, limits, students, assignments, force):
-            row = rows[key] = GradeRow(*key, None, None, Status.OK)
-            plan.todo.append((entry, known[entry.assignment], row))
-    return plan
-
-
-def _kept_from_last_run(plan: _Plan, entry, assignment, state, limits, students, assignments, force) -> bool:
-    """Record the submission's fingerprint; True if it is not graded now (unchanged, or not selected)."""
-    key = (entry.student_id, entry.assignment)
-    try:
-        plan.fingerprints[key] = _fingerprint(entry, assignment.source_path, limits)
-    except Exception as error:  # noqa: BLE001 - graded again next time, nothing worse
-        plan.fingerprints[key] = f"unreadable:{type(error).__name__}:{secrets.token_hex(8)}"
-    previous = state.get(f"{key[0]}/{key[1]}")
-    selected = (students is None or key[0] in students) and (assignments is None or key[1] in assignments)
-    if isinstance(previous, dict) and (not selected or (not force and previous.get("fingerprint") == plan.fingerprints[key])):
-        try:
-            plan.rows[key] = GradeRow.from_dict(previous["row"])
-            plan.fingerprints[key] = previous["fingerprint"]
-            return True
-        except (KeyError, TypeError, ValueError):
-            pass  # a damaged record: grade it again
-    return not selected
-
-
-def _release(plan: _Plan, course: _Course) -> None:
+def _release(plan: Plan, course: _Course) -> None:
     """nbgrader's release notebook of every assignment to grade, made once; if nbgrader fails, every
     submission of that assignment is a grader error with nbgrader's reason (and is not graded)."""
     failed: dict[str, str] = {}
@@ -466,13 +234,13 @@ def _read_and_repair(job: Job, entry, course: _Course):
     if escaped:
         repaired.append(f"{escaped} text cell(s) of the student's shown as plain text")
     job.row.detail = "; ".join(notes + repaired)
-    job.row.flags = flag_sources(_answer_sources(nb, release))
+    job.row.flags = flag_sources(answer_sources(nb, release))
     job.submitted_path = target / assignment.source_path.name
     nbformat.write(nb, str(job.submitted_path))
     return nb
 
 
-def _zero_unreadable(plan: _Plan, state: dict, graded_now: set, known: dict, course: _Course, out_dir: Path) -> None:
+def _zero_unreadable(plan: Plan, state: dict, graded_now: set, known: dict, course: _Course, out_dir: Path) -> None:
     """Unreadable submissions graded this run: zero in the gradebook, a short feedback page."""
     for key, row in plan.rows.items():
         if key in graded_now or row.status not in UNREADABLE \
@@ -503,7 +271,7 @@ def _finish(job: Job, course: _Course, out_dir: Path) -> None:
         shutil.rmtree(course.staging / job.student_id / job.assignment.name, ignore_errors=True)
 
 
-def _report(plan: _Plan, graded_now: set, state: dict, state_path: Path, db_url: str, out_dir: Path) -> list[GradeRow]:
+def _report(plan: Plan, graded_now: set, state: dict, state_path: Path, db_url: str, out_dir: Path) -> list[GradeRow]:
     """Scores from the gradebook, the CSV, then the state the next run starts from."""
     start = time.perf_counter()
     rows = plan.rows

@@ -70,7 +70,7 @@ def _mutant_files(folder: Path, exercises: set[str] | None) -> dict[str, list[Pa
 
 
 def _fingerprint(source_path: Path, files: dict[str, list[Path]]) -> str:
-    from .grading import GRADER_VERSION
+    from .planning import GRADER_VERSION
 
     digest = hashlib.sha256(GRADER_VERSION.encode() + b"\0" + source_path.read_bytes())
     for path in sorted(p for paths in files.values() for p in paths):
@@ -82,7 +82,7 @@ def _run_mutants(assignment: conventions.Assignment, files: dict[str, list[Path]
     """Walk the solution notebook in a judge session; at each exercise with mutants, swap each in and
     judge the exercise's test cells, then put the solution back (``check``'s walk, keeping the messages)."""
     from ..judge.session import Session
-    from ..sandbox.confinement import Limits
+    from ..sandbox.limits import Limits
     from ..course.setup_cell import SETUP_GRADE_ID
 
     nb = conventions.read_notebook(assignment.source_path)

@@ -7,7 +7,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..sandbox.confinement import Limits
+from ..sandbox.limits import Limits
 from ..course.text import clean_text
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]

@@ -23,6 +23,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .planning import GRADER_VERSION, STATE_FILE
 from .warnings_log import LOG_NAME, captured
 
 MARKER = "shard.json"
@@ -59,8 +60,6 @@ class Shard:
 
 def write_marker(out_dir: Path, shard: Shard, submissions: int) -> None:
     """Mark ``out_dir`` as a finished shard (written last, atomically)."""
-    from .grading import GRADER_VERSION
-
     marker = {"index": shard.index, "count": shard.count, "submissions": submissions,
               "grader_version": GRADER_VERSION}
     partial = out_dir / (MARKER + ".part")
@@ -287,8 +286,6 @@ def _merge_folders(shards: list[Path], building: Path) -> None:
 
 def _merge_state(shards: list[Path], building: Path) -> None:
     """The shards' fingerprints together, so grading into the merged folder skips what is unchanged."""
-    from .grading import STATE_FILE
-
     state: dict = {}
     for folder in shards:
         path = folder / STATE_FILE

@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 from . import conventions
 from .check import _error_of
 from ..judge.session import Session
-from ..sandbox.confinement import Limits
+from ..sandbox.limits import Limits
 from .setup_cell import SETUP_GRADE_ID
 
 

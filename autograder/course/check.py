@@ -27,7 +27,7 @@ from nbclient import NotebookClient
 from . import conventions
 from ..sandbox import cpu_time
 from ..judge.session import Session
-from ..sandbox.confinement import Limits
+from ..sandbox.limits import Limits
 from .setup_cell import SETUP_GRADE_ID
 
 

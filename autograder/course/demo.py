@@ -26,7 +26,8 @@ from . import conventions, submissions
 from .build import build
 from ..batch.grading import grade
 from ..batch.report import format_table, self_grading_bundles, summary_warnings
-from ..sandbox.confinement import Limits, bwrap_available
+from ..sandbox.limits import Limits
+from ..sandbox.bubblewrap import bwrap_available
 
 DEFAULT_ASSIGNMENT = "04_scaling"   # the shortest to grade: 3 exercises
 CRASHING_ANSWER = "import os\nos._exit(3)  # a student's experiment that takes the kernel down\n"

@@ -15,7 +15,9 @@ import time
 from collections import deque
 
 from .protocol import JudgeJob, JudgeResult, ProtocolError, RunnerSpec, Status, unseal
-from ..sandbox.confinement import Limits, kill_group, with_course_on_path
+from ..sandbox.limits import Limits
+from ..sandbox.processes import kill_group
+from ..sandbox.confinement import with_course_on_path
 from ..course.text import valid_unicode
 
 MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs are capped at 4 MB; this is a backstop)

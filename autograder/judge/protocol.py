@@ -19,7 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from ..sandbox.confinement import Limits
+from ..sandbox.limits import Limits
 
 
 class Status(StrEnum):

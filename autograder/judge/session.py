@@ -14,7 +14,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sandbox import confinement
+from ..sandbox import confinement, processes
+from ..sandbox.limits import Limits
 from . import wire
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
@@ -49,7 +50,7 @@ def _check_failure(text: str):
 
 
 class Session:
-    def __init__(self, scratch: Path, limits: confinement.Limits, hide: list[Path], names: list[str], log_path: Path):
+    def __init__(self, scratch: Path, limits: Limits, hide: list[Path], names: list[str], log_path: Path):
         self.scratch = scratch
         self.limits = limits
         self.hide = hide
@@ -72,7 +73,7 @@ class Session:
 
     def stop(self) -> None:
         if self.process is not None:
-            confinement.kill_group(self.process)
+            processes.kill_group(self.process)
             self.process = None
 
     def restart(self) -> None:
@@ -248,7 +249,7 @@ class AttachedSession(Session):
     def __init__(self, names: list[str], connection: Connection, limit_s: float):
         self.names = list(names)
         self.connection = connection
-        self.limits = confinement.Limits(cell_timeout_s=int(limit_s), sandbox="none")
+        self.limits = Limits(cell_timeout_s=int(limit_s), sandbox="none")
         self.call_limit = None
         self.trouble = None
         self.gone = False

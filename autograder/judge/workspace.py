@@ -15,12 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..sandbox import confinement
+from ..sandbox import bubblewrap
+from ..sandbox import processes
 from .protocol import JudgeJob, RunnerSpec
 from .session import STARTUP_TIMEOUT_S, Session
 from .transport import RunnerGone
 
-START_FAILURES = (RunnerGone, confinement.SandboxUnavailable, OSError)
+START_FAILURES = (RunnerGone, bubblewrap.SandboxUnavailable, OSError)
 
 
 class Workspace:
@@ -65,7 +66,7 @@ class Workspace:
 
     def close(self) -> None:
         self.session.stop()
-        confinement.kill_descendants()
+        processes.kill_descendants()
         self._folder.cleanup()
 
     def __enter__(self) -> "Workspace":

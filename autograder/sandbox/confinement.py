@@ -28,7 +28,7 @@ With bubblewrap (``--sandbox auto`` where it works, or ``bwrap``):
   ``LC_*`` and the variables set here; no other variable of the grader's environment gets in.
 
 Always (with or without bubblewrap): per process, limits on address space (``--memory-mb``), CPU
-time, file size and core dumps; per sandbox, a watch in the judge (``_watch_sandbox``, every
+time, file size and core dumps; per sandbox, a watch in the judge (``processes.watch_sandbox``, every
 ``MEMORY_POLL_S`` = 0.1 s) that sums the memory of the runner and all its descendants
 (``memory_watch``: resident memory, ``memfd`` files held open, System V shared memory of the
 sandbox's own IPC namespace) and counts their tasks (processes and threads), and kills them all past
@@ -49,132 +49,27 @@ Without bubblewrap the limits and the watch still apply but the file system, ``/
 processes and the network are shared: ``--sandbox none`` must be asked for explicitly (``auto``
 refuses to fall back).
 """
+
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import sysconfig
-from dataclasses import dataclass
 from pathlib import Path
 
-
-MEMORY_FLOOR_MB = 1024   # Python with PyTorch needs about 768 MB of address space before a notebook runs
-SANDBOX_CHOICES = ("auto", "bwrap", "none")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one notebook may use when graded. The command line reads its defaults from here; values
-    that could never grade anything (a floor the interpreter cannot start under, a zero timeout) raise
-    ``ValueError`` with the reason."""
-
-    cell_timeout_s: int = 120      # one student cell, or one call made by a test (unless the test states its own)
-    notebook_timeout_s: int = 900  # the whole notebook, judge included
-    memory_mb: int = 4096
-    max_file_mb: int = 256
-    sandbox: str = "auto"   # "auto": bwrap, and refuse to grade without it; "bwrap": the same; "none": limits only
-
-    def __post_init__(self):
-        for name in ("cell_timeout_s", "notebook_timeout_s", "max_file_mb"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
-        if isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or self.memory_mb < MEMORY_FLOOR_MB:
-            raise ValueError(f"memory_mb {self.memory_mb!r} is too small: Python with PyTorch needs about 768 MB of "
-                             f"address space before a notebook runs; give at least {MEMORY_FLOOR_MB} (default {Limits.memory_mb})")
-        if self.sandbox not in SANDBOX_CHOICES:
-            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_CHOICES)}, got {self.sandbox!r}")
-
-
-class SandboxUnavailable(RuntimeError):
-    """bubblewrap is missing or cannot make namespaces here, and ``--sandbox none`` was not chosen."""
+from .bubblewrap import INSIDE_SEED, INSIDE_WORK, bwrap_prefix, use_bwrap
+from .limits import RUNNER_LOG_BYTES, SANDBOX_MAX_TASKS, Limits
+from .processes import copy_capped, start_thread, watch_sandbox
 
 
 class RunnerCannotStart(RuntimeError):
     """The student's process cannot start here at all (a problem of this machine, not of a submission)."""
 
 
-_BWRAP_WORKS: bool | None = None
-_BWRAP_SIZES: bool | None = None
-SANDBOX_TMP_BYTES = 512 * 1024 * 1024   # the private /tmp (memory-backed): the student's files and whatever they write
-INSIDE_SEED = "/tmp/submission"         # the submission's files, read-only, as the runner finds them
-INSIDE_WORK = "/tmp/work"               # the runner's working folder and HOME: a copy of them
-SANDBOX_SHM_BYTES = 64 * 1024 * 1024    # /dev/shm (memory-backed): enough for a DataLoader's workers
-SANDBOX_MAX_TASKS = 64                  # processes and threads of the whole sandbox (RLIMIT_NPROC inside its user namespace)
-RUNNER_LOG_BYTES = 1024 * 1024          # the runner's stderr kept on the host; the rest is read and dropped
-MEMORY_POLL_S = 0.1                     # how often the resident memory of the whole sandbox is summed
-# /etc entries Python, the C library and PyTorch read; nothing else of the host's /etc is shown.
-ETC_ESSENTIALS = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf")
 # Environment variables the runner gets from the grader's environment (all others are dropped).
 PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ")
-
-
-def bwrap_available() -> bool:
-    """Whether bubblewrap exists and can make the namespaces used here (checked once)."""
-    global _BWRAP_WORKS
-    if _BWRAP_WORKS is None:
-        path = shutil.which("bwrap")
-        _BWRAP_WORKS = bool(path) and subprocess.run(
-            [path, "--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid",
-             "--dev", "/dev", "--proc", "/proc", "true"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-    return _BWRAP_WORKS
-
-
-def bwrap_sizes_tmpfs() -> bool:
-    """Whether this bubblewrap can cap a tmpfs (``--size``, bubblewrap 0.8 and newer)."""
-    global _BWRAP_SIZES
-    if _BWRAP_SIZES is None:
-        _BWRAP_SIZES = bwrap_available() and subprocess.run(
-            ["bwrap", "--unshare-user", "--ro-bind", "/", "/", "--size", "1048576", "--tmpfs", "/tmp", "true"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-    return _BWRAP_SIZES
-
-
-def use_bwrap(limits: Limits) -> bool:
-    """Decide the isolation for ``limits.sandbox``; raise ``SandboxUnavailable`` rather than fall back."""
-    if limits.sandbox == "none":
-        return False
-    if not bwrap_available():
-        raise SandboxUnavailable(
-            "bubblewrap (bwrap) is missing or cannot create namespaces here, so submissions cannot be isolated. "
-            "Install it (Debian/Ubuntu: apt-get install bubblewrap), grade in the container described in "
-            "autograder/README.md, or pass --sandbox none to grade WITHOUT isolation (only for code you trust).")
-    return True
-
-
-def python_environment_paths() -> list[Path]:
-    """Folders the runner needs to run Python and import the libraries (not the course packages).
-
-    The interpreter's installation (``sys.base_prefix``), the environment (``sys.prefix``: a venv,
-    conda), the folder of the executable, the standard library and every ``site-packages`` or
-    ``dist-packages`` folder on ``sys.path``. A ``sys.path`` entry that is none of these (a checkout
-    added by an editable install's ``.pth`` file, ``PYTHONPATH``, the working folder) is left out:
-    the course packages come from ``course_package_paths()`` only.
-    """
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
-             Path(sys.executable).resolve().parent}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        value = sysconfig.get_paths().get(key)
-        if value:
-            paths.add(Path(value))
-    for entry in sys.path:
-        if entry and {"site-packages", "dist-packages"} & set(Path(entry).parts) and Path(entry).is_dir():
-            paths.add(Path(entry))
-    resolved = sorted({p.resolve() for p in paths if p.exists()}, key=lambda p: len(p.parts))
-    return [p for p in resolved if p != Path("/")]
-
-
-def course_package_paths() -> list[Path]:
-    """The ``autograder`` and ``utils`` package folders this process imported (bound read-only, alone)."""
-    import autograder
-    import utils
-
-    return [Path(package.__file__).resolve().parent for package in (autograder, utils)]
 
 
 def course_import_paths() -> list[str]:
@@ -230,97 +125,6 @@ def check_runner_starts(limits: Limits, hide: list[Path],
         else:
             advice = "Fix that first; with --sandbox none the same check runs without bubblewrap."
         raise RunnerCannotStart(f"the student's process cannot start here, so nothing was graded: {reason}. {advice}")
-
-
-_ETC_DIR: Path | None = None
-
-
-def _made_up_etc() -> Path:
-    """A host folder (made once per process) with the sandbox's own ``passwd`` and ``group``: one user,
-    ``student``, with this process's ids, so nothing about the host's accounts is shown."""
-    global _ETC_DIR
-    if _ETC_DIR is None or not _ETC_DIR.is_dir():
-        import atexit
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix="course-sandbox-etc-"))
-        uid, gid = os.getuid(), os.getgid()
-        (folder / "passwd").write_text(f"student:x:{uid}:{gid}:student:{INSIDE_WORK}:/usr/sbin/nologin\n"
-                                       + ("" if uid == 65534 else "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n"))
-        (folder / "group").write_text(f"student:x:{gid}:\n" + ("" if gid == 65534 else "nogroup:x:65534:\n"))
-        atexit.register(shutil.rmtree, folder, True)
-        _ETC_DIR = folder
-    return _ETC_DIR
-
-
-def _root_entries() -> list[str]:
-    """``/usr`` and the top-level folders of the host's system (``/bin``, ``/lib*``, ``/sbin``): links
-    stay links (a merged ``/usr``), folders are bound read-only."""
-    args = ["--ro-bind", "/usr", "/usr"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        path = Path("/") / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
-    etc = Path("/etc")
-    for name in ETC_ESSENTIALS:
-        path = etc / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
-        elif path.exists():
-            args += ["--ro-bind", str(path), str(path)]
-    made_up = _made_up_etc()
-    args += ["--ro-bind", str(made_up / "passwd"), "/etc/passwd", "--ro-bind", str(made_up / "group"), "/etc/group"]
-    return args
-
-
-def _bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
-    """bubblewrap's arguments: a minimal root, read-only, built from nothing (see the module docstring)."""
-    sized = bwrap_sizes_tmpfs()
-
-    def tmpfs(path: str, size: int) -> list[str]:
-        return (["--size", str(size)] if sized else []) + ["--tmpfs", path]
-
-    args = ["bwrap", "--unshare-user", "--cap-drop", "ALL", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--die-with-parent", "--new-session", *_root_entries(),
-            "--dev", "/dev", *tmpfs("/dev/shm", SANDBOX_SHM_BYTES), "--proc", "/proc",
-            # /tmp is private and memory-backed, capped so that writing files cannot exhaust the memory
-            # (the address-space limit does not count tmpfs pages).
-            *tmpfs("/tmp", SANDBOX_TMP_BYTES)]
-    environment, covered = _environment_mounts(hide, tmpfs)
-    # The submission's files come in read-only; the runner works on a copy inside the private /tmp,
-    # so nothing it writes reaches the host's disk.
-    args += environment + ["--ro-bind", str(scratch), INSIDE_SEED]
-    for path in ["/", "/dev"] + covered:
-        args += ["--remount-ro", path]
-    return args + ["--chdir", "/tmp"]
-
-
-def _environment_mounts(hide: list[Path], tmpfs) -> tuple[list[str], list[str]]:
-    """The Python environment and the course packages, each bound alone and read-only; a hidden path
-    (grading output, submissions, solutions, the repository) that lies inside one of them is covered
-    by an empty tmpfs (returned too, to be remounted read-only), and whatever is needed inside a
-    hidden path is bound back on top: mounts are made outermost first."""
-    wanted = python_environment_paths() + course_package_paths()
-    hidden = [(path, "hide") for path in {p.resolve() for p in hide if p.exists()}
-              if path != Path("/") and any(b == path or b in path.parents for b in wanted)]
-    binds = [(path, "bind") for path in set(wanted)
-             if not any(_covered(path, outer, [h for h, _ in hidden]) for outer in wanted)]
-    args: list[str] = []
-    covered: list[str] = []
-    for path, what in sorted(set(binds + hidden), key=lambda item: (len(item[0].parts), item[1] == "hide")):
-        if what == "bind":
-            args += ["--ro-bind", str(path), str(path)]
-        else:
-            args += tmpfs(str(path), 4096)
-            covered.append(str(path))
-    return args, covered
-
-
-def _covered(path: Path, outer: Path, hidden: list[Path]) -> bool:
-    """Whether binding ``outer`` already shows ``path`` (inside it, with no hidden folder in between)."""
-    return outer in path.parents and not any(outer in h.parents and (h == path or h in path.parents) for h in hidden)
 
 
 def _shadows_a_module(name: str) -> bool:
@@ -432,7 +236,7 @@ def _sandboxed(command: list[str], scratch: Path, limits: Limits, hide: list[Pat
     """``command`` wrapped as ``limits.sandbox`` says, and the environment it runs with."""
     isolated = use_bwrap(limits)
     if isolated:
-        command = _bwrap_prefix(scratch, list(hide)) + command
+        command = bwrap_prefix(scratch, list(hide)) + command
     return command, child_environment(scratch, seeded=isolated)
 
 
@@ -454,121 +258,8 @@ def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subpro
         raise
     finally:
         os.close(write_end)
-    _thread(_copy_capped, read_end, os.dup(log.fileno()), RUNNER_LOG_BYTES)
-    _thread(_watch_sandbox, process, limits.memory_mb * 1024 * 1024, SANDBOX_MAX_TASKS)
+    start_thread(copy_capped, read_end, os.dup(log.fileno()), RUNNER_LOG_BYTES)
+    start_thread(watch_sandbox, process, limits.memory_mb * 1024 * 1024, SANDBOX_MAX_TASKS)
     return process
 
 
-def _thread(target, *args) -> None:
-    import threading
-
-    threading.Thread(target=target, args=args, daemon=True).start()
-
-
-def _copy_capped(source: int, target: int, cap: int) -> None:
-    """Copy ``source`` into ``target`` up to ``cap`` bytes, then read and drop the rest until the end."""
-    kept = 0
-    try:
-        while chunk := os.read(source, 65536):
-            if kept < cap:
-                os.write(target, chunk[:cap - kept])
-                kept += len(chunk)
-                if kept >= cap:
-                    os.write(target, f"\n[log cut at {cap} bytes by the grader]\n".encode())
-    except OSError:
-        pass
-    finally:
-        os.close(source)
-        os.close(target)
-
-
-def _watch_sandbox(process: subprocess.Popen, cap: int, max_tasks: int) -> None:
-    """Every ``MEMORY_POLL_S``, sum the memory (``memory_watch.SandboxMemory``: resident memory, memfds
-    held by descriptors, System V shared memory) and count the tasks (processes and threads) of
-    ``process`` and all its descendants (every process of the sandbox); past ``cap`` bytes or
-    ``max_tasks``, kill them all and say why in ``process.killed_for`` (the session reports it)."""
-    import time
-
-    from .memory_watch import SandboxMemory
-
-    watch = SandboxMemory()
-    try:
-        while process.poll() is None:
-            pids = [process.pid] + _children(process.pid)
-            memory, tasks = watch.total(pids)
-            if memory > cap or tasks > max_tasks:
-                process.killed_for = (f"the notebook's processes held {memory / 2**20:,.0f} MB of memory (resident, "
-                                      f"memfd and shared memory together), past the {cap / 2**20:,.0f} MB limit"
-                                      if memory > cap else f"the notebook started more than {max_tasks} processes "
-                                      "and threads")
-                _kill_all(pids)
-                return
-            time.sleep(MEMORY_POLL_S)
-    finally:
-        watch.remove_segments()
-
-
-def _kill_all(pids: list[int]) -> None:
-    for pid in reversed(pids):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def become_subreaper() -> None:
-    """Linux: orphans of our children are re-parented to us, so ``kill_descendants`` finds daemons."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        pass
-
-
-def kill_descendants() -> None:
-    """Kill every process descended from this one (daemons a submission left behind)."""
-    me = os.getpid()
-    for _ in range(5):
-        children = _children(me)
-        if not children:
-            return
-        for pid in children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for pid in children:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    stack = [pid]
-    while stack:
-        current = stack.pop()
-        task_dir = Path(f"/proc/{current}/task")
-        if not task_dir.exists():
-            continue
-        for task in task_dir.iterdir():
-            try:
-                kids = [int(x) for x in (task / "children").read_text().split()]
-            except (OSError, ValueError):
-                continue
-            found.extend(kids)
-            stack.extend(kids)
-    return found

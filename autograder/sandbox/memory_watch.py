@@ -1,6 +1,6 @@
 """How much host memory one sandbox holds, whatever the mechanism (issue 28), for the judge's watch.
 
-``sandbox._watch_sandbox`` sums this every ``MEMORY_POLL_S`` over the runner and all its descendants
+``processes.watch_sandbox`` sums this every ``MEMORY_POLL_S`` over the runner and all its descendants
 and kills them all past ``--memory-mb``. Counted:
 
 * the resident memory of every process (``/proc/PID/statm``; shared pages count once per process
@@ -167,7 +167,7 @@ def host_memory_mb() -> int:
 def notebook_bound_mb(memory_mb: int, isolated: bool) -> int:
     """The most host memory one notebook being graded can hold: its sandbox (``--memory-mb``, plus the
     sandbox's tmpfs with bubblewrap), its judge, and the judge and runner started ahead of the next."""
-    from .confinement import SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES
+    from .limits import SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES
 
     tmpfs = (SANDBOX_TMP_BYTES + SANDBOX_SHM_BYTES) // 2**20 if isolated else 0
     return memory_mb + tmpfs + JUDGE_MB + AHEAD_MB

@@ -18,7 +18,8 @@ from autograder.course import conventions, submissions
 from autograder import selfgrade
 from autograder.course.build import build
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits, bwrap_available
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import bwrap_available
 from conftest import WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
 
 pytestmark = pytest.mark.slow

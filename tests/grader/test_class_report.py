@@ -29,7 +29,7 @@ from autograder.course import conventions, submissions
 from autograder.batch.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern
 from autograder.batch.class_report_page import render_page
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 from autograder.batch.shards import Shard
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course

@@ -20,8 +20,10 @@ import pytest
 
 from autograder.course import conventions, submissions
 from autograder.sandbox import confinement
+from autograder.sandbox import bubblewrap
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits, SandboxUnavailable, bwrap_available
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import SandboxUnavailable, bwrap_available
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
@@ -93,7 +95,7 @@ def test_grading_from_a_virtual_environment(where, tmp_path):
 def test_sandbox_drops_every_capability_and_hides_the_course(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    command = confinement._bwrap_prefix(scratch, [conventions.REPO_ROOT]) + [
+    command = bubblewrap.bwrap_prefix(scratch, [conventions.REPO_ROOT]) + [
         "sh", "-c", f"grep CapEff /proc/self/status; ls {conventions.SOLUTIONS_DIR} 2>&1 | wc -l; "
                     "umount /tmp 2>&1 || echo umount-refused"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
@@ -104,7 +106,7 @@ def test_sandbox_drops_every_capability_and_hides_the_course(tmp_path):
 
 
 def test_auto_refuses_to_grade_without_isolation(monkeypatch, tmp_path):
-    monkeypatch.setattr(confinement, "_BWRAP_WORKS", False)
+    monkeypatch.setattr(bubblewrap, "_BWRAP_WORKS", False)
     _course_with_two_students(tmp_path)
     with pytest.raises(SandboxUnavailable, match="--sandbox none"):
         grade(tmp_path / "submitted", tmp_path / "out", progress=False, solutions_dir=tmp_path / "solutions",

@@ -8,7 +8,7 @@ import pytest
 
 from autograder.course import submissions
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 

@@ -23,7 +23,8 @@ import pytest
 
 from autograder.course import submissions
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits, bwrap_available
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import bwrap_available
 from fixture_course import answer, make_course
 
 pytestmark = pytest.mark.slow

@@ -259,7 +259,7 @@ STUDENTS["correct_classmate"] = ({}, 6)
 @pytest.mark.slow
 def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
     from autograder.batch.grading import grade
-    from autograder.sandbox.confinement import Limits
+    from autograder.sandbox.limits import Limits
     from conftest import TEST_SANDBOX
 
     root = tmp_path / "course"

@@ -23,7 +23,7 @@ import pytest
 
 from autograder.course import conventions, submissions
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 from autograder.batch.shards import MARKER, Shard, ShardsIncomplete, merge
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course

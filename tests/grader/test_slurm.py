@@ -17,7 +17,7 @@ import pytest
 import slurm_cluster
 from autograder.course import conventions
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 from autograder.batch.shards import MARKER
 from conftest import TEST_SANDBOX
 from test_shards import STUDENTS, _class, _csv, gradebook_scores

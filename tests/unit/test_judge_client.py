@@ -7,7 +7,7 @@ import pytest
 
 from autograder.judge import client
 from autograder.judge.protocol import ProtocolError, RunnerSpec
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 
 
 class FakeJudge:

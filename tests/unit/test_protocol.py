@@ -41,7 +41,7 @@ import pytest  # noqa: E402
 
 from autograder.judge.protocol import (CellResult, JudgeJob, JudgeResult, ProtocolError, SelfGradeJob,  # noqa: E402
                                  TestVerdict, seal, sign, unseal, verdicts_from, verdicts_message)
-from autograder.sandbox.confinement import Limits  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 
 CELLS = [{"cell_type": "code", "source": "x = 1", "metadata": {}},
          {"cell_type": "code", "source": "assert x == 1", "metadata": {"nbgrader": {"grade": True}}}]

@@ -14,7 +14,8 @@ import warnings
 import pytest
 
 from autograder.batch import shards
-from autograder.batch.grading import GRADER_VERSION, STATE_FILE, GradeRow, write_csv
+from autograder.batch.planning import GRADER_VERSION, STATE_FILE
+from autograder.batch.report import GradeRow, write_csv
 from autograder.batch.shards import MARKER, MERGED_MARKER, MergeReport, Shard, ShardsIncomplete, merge, read_shards
 from autograder.batch.warnings_log import LOG_NAME, captured
 

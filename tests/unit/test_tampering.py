@@ -1,15 +1,15 @@
 """``autograder.batch.tampering``: the routes by which code in the student's process could replace the runner's
 change report are found in the submitted source (issue 28, item 3), and ordinary answers are left alone;
-the grader hands the findings to the judge (``grading._tampering``), which then fails every call whose
+the grader hands the findings to the judge (``preparation._tampering``), which then fails every call whose
 inputs-unchanged check rests on that report."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograder.batch.grading import _tampering, flag_sources
+from autograder.batch.preparation import _tampering, flag_sources
 from autograder.judge.session import Session
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 from autograder.batch.tampering import TAMPERING, tampering_for
 
 ORDINARY = '''\

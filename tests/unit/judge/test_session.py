@@ -10,7 +10,8 @@ import io
 import pytest
 import torch
 
-from autograder.sandbox import confinement
+from autograder.sandbox import confinement, processes
+from autograder.sandbox.limits import Limits
 from autograder.judge import wire
 from autograder.judge import session as session_module
 from autograder.judge.handles import Handle, StudentCodeError
@@ -72,20 +73,20 @@ def runner(monkeypatch):
     scripted = Runner()
     monkeypatch.setattr(session_module, "Connection", scripted.connection)
     monkeypatch.setattr(confinement, "start_runner", scripted.start)
-    monkeypatch.setattr(confinement, "kill_group", scripted.kill)
+    monkeypatch.setattr(processes, "kill_group", scripted.kill)
     return scripted
 
 
 @pytest.fixture
 def session(runner, tmp_path):
-    s = Session(tmp_path, confinement.Limits(cell_timeout_s=7, sandbox="none"), [], ["double"], tmp_path / "runner.log")
+    s = Session(tmp_path, Limits(cell_timeout_s=7, sandbox="none"), [], ["double"], tmp_path / "runner.log")
     s.start()
     runner.requests.clear()
     return s
 
 
 def test_start_runs_an_empty_cell_within_the_start_up_limit(runner, tmp_path):
-    s = Session(tmp_path, confinement.Limits(sandbox="none"), [], [], tmp_path / "runner.log")
+    s = Session(tmp_path, Limits(sandbox="none"), [], [], tmp_path / "runner.log")
     s.start()
     assert runner.requests == [({"op": "run", "source": "pass"}, STARTUP_TIMEOUT_S)]
     assert (tmp_path / "runner.log").exists() and s.alive()
