@@ -239,17 +239,20 @@ def failure_groups(exercise: ExerciseCells, lost: list[Submission]) -> list[dict
         named = tuple(m.mutant for m in exercise.exact.get(exact, [])) if patterns else ()
         groups.setdefault((patterns or (("", no_message(row)),), named), []).append(submission)
     by_name = {m.mutant: m for mutants in exercise.exact.values() for m in mutants}
-    found = []
-    for (patterns, named), members in groups.items():
-        grade_id, pattern = patterns[0]
-        mutants = [by_name[name] for name in named] or exercise.failures.get(patterns, [])
-        found.append({"test": grade_id, "pattern": pattern, "tests": [g for g, _ in patterns if g], "count": len(members),
-                      "mistake": " / ".join(sorted({m.mistake.rstrip(".") for m in mutants})) or None,
-                      "mutants": sorted(m.mutant for m in mutants),
-                      "message": printable(members[0].messages[grade_id] if grade_id else pattern),
-                      "examples": [clean_text(m.row.student_id) for m in members[:EXAMPLES]],
-                      "students": [clean_text(m.row.student_id) for m in members]})
+    found = [_failure_group(patterns, [by_name[name] for name in named] or exercise.failures.get(patterns, []), members)
+             for (patterns, named), members in groups.items()]
     return sorted(found, key=lambda g: (-g["count"], g["test"], g["pattern"], g["mutants"]))
+
+
+def _failure_group(patterns: tuple, mutants: list, members: list[Submission]) -> dict:
+    """One group of ``failure_groups``: its first failing test and pattern, the mutants that name it, its students."""
+    grade_id, pattern = patterns[0]
+    return {"test": grade_id, "pattern": pattern, "tests": [g for g, _ in patterns if g], "count": len(members),
+            "mistake": " / ".join(sorted({m.mistake.rstrip(".") for m in mutants})) or None,
+            "mutants": sorted(m.mutant for m in mutants),
+            "message": printable(members[0].messages[grade_id] if grade_id else pattern),
+            "examples": [clean_text(m.row.student_id) for m in members[:EXAMPLES]],
+            "students": [clean_text(m.row.student_id) for m in members]}
 
 
 def no_message(row: GradeRow) -> str:

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import stat
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +20,11 @@ import nbformat
 import nbformat.reader
 
 from ..course import conventions
-from .notebook_bounds import NotebookTooBig, read_bounded
-from ..judge.protocol import Status
-from .report import GradeRow
 from ..course.text import clean_text, valid_unicode
+from ..judge.protocol import Status
+from .folder_names import student_name
+from .notebook_bounds import NotebookTooBig, read_bounded
+from .report import GradeRow
 
 MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
 MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets
@@ -181,17 +181,26 @@ def _compared_with_release(path: Path, release) -> str:
         if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
             return "unreadable"
         nb, _ = read_bounded(path.read_bytes())
-        answers = {conventions.grade_id(c): str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)}
-        stubs = {conventions.grade_id(c): c.source.strip() for c in release.cells if conventions.is_solution_cell(c)}
-        if answers and stubs and not set(answers) & set(stubs):
-            return "elsewhere"
-        if answers:  # the answer cells, compared with the release's stubs
-            return "changed" if any(a not in stubs.values() for a in answers.values()) else "untouched"
-        released = {c.source.strip() for c in release.cells if c.cell_type == "code"}
-        changed = any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
-        return "changed" if changed else "untouched"
+        return _cells_compared_with_release(nb, release)
     except Exception:  # noqa: BLE001 - an unreadable notebook is not preferred
         return "unreadable"
+
+
+def _cells_compared_with_release(nb, release) -> str:
+    """``_compared_with_release`` of a notebook already read."""
+    answers, stubs = _answer_cells(nb), _answer_cells(release)
+    if answers and stubs and not set(answers) & set(stubs):
+        return "elsewhere"
+    if answers:  # the answer cells, compared with the release's stubs
+        return "changed" if any(a not in stubs.values() for a in answers.values()) else "untouched"
+    released = {c.source.strip() for c in release.cells if c.cell_type == "code"}
+    changed = any(c.get("cell_type") == "code" and str(c.get("source", "")).strip() not in released for c in nb.cells)
+    return "changed" if changed else "untouched"
+
+
+def _answer_cells(nb) -> dict[str, str]:
+    """The answer cells of a notebook: grade id -> source, stripped."""
+    return {conventions.grade_id(c): str(c.get("source", "")).strip() for c in nb.cells if conventions.is_solution_cell(c)}
 
 
 def _candidates(folder: Path, expected_name: str) -> list[Path]:
@@ -213,16 +222,26 @@ def _find_notebook(folder: Path, expected_name: str, release=None, owners: dict 
     if not candidates:
         raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission (notebooks found: none)")
     kinds = _kinds(candidates, expected_name, release)
-    elsewhere = [p for p in candidates if kinds[p] == "elsewhere" or (p.name != expected_name and p.name in (owners or {}))]
+    elsewhere = _other_assignments(candidates, kinds, expected_name, owners or {})
     ours = [p for p in candidates if p not in elsewhere]
-    whose = "another assignment's notebook" if len(elsewhere) == 1 else "other assignments' notebooks"
-    elsewhere_note = f"found {', '.join(str(p.relative_to(folder)) for p in elsewhere)}: {whose} (not graded)"
+    elsewhere_note = _elsewhere_note(folder, elsewhere)
     if not ours:
         raise Unreadable(Status.MISSING_NOTEBOOK, f"no {expected_name} in the submission; {elsewhere_note}")
     changed = [p for p in ours if kinds[p] == "changed"]
     path = _preferred(ours, changed, folder / expected_name)
     notes = [_graded_note(path, ours, changed, folder / expected_name, bool(elsewhere))] + ([elsewhere_note] if elsewhere else [])
     return path, "; ".join(note for note in notes if note)
+
+
+def _other_assignments(candidates: list[Path], kinds: dict[Path, str], expected_name: str, owners: dict) -> list[Path]:
+    """The candidates that are another assignment's notebook: named for it in ``owners``, or whose answer
+    cells are all another assignment's."""
+    return [p for p in candidates if kinds[p] == "elsewhere" or (p.name != expected_name and p.name in owners)]
+
+
+def _elsewhere_note(folder: Path, elsewhere: list[Path]) -> str:
+    whose = "another assignment's notebook" if len(elsewhere) == 1 else "other assignments' notebooks"
+    return f"found {', '.join(str(p.relative_to(folder)) for p in elsewhere)}: {whose} (not graded)"
 
 
 def _kinds(candidates: list[Path], expected_name: str, release) -> dict[Path, str]:
@@ -350,46 +369,3 @@ def stage_files(folder: Path, target: Path) -> list[str]:
     return notes
 
 
-def student_name(folder_name: str) -> str:
-    """The student id a folder name stands for: its NFC form, so that the same name typed on two
-    systems (NFC, or NFD as macOS writes it) is one student, not two rows that look the same."""
-    return unicodedata.normalize("NFC", folder_name)
-
-
-def shown_name(name: str) -> str:
-    r"""A folder name as rows show it: what would be invisible (control and format characters, line
-    and paragraph separators, whitespace at either end) escaped as ``\uXXXX``, so that it never looks
-    like another student's name; bytes that are not UTF-8 are left to ``clean_text`` (``\xff``)."""
-    def escape(index: int, char: str) -> str:
-        hidden = _character_problem(char, index, len(name)) and not 0xD800 <= ord(char) <= 0xDFFF
-        return f"\\u{ord(char):04x}" if hidden else char
-    return "".join(escape(i, c) for i, c in enumerate(name))
-
-
-def _character_problem(char: str, index: int, length: int) -> str:
-    """What is wrong with ``char`` at ``index`` of a folder name of ``length`` characters (empty when nothing)."""
-    category = unicodedata.category(char)
-    if category in ("Zl", "Zp") or char in "\n\r\x0b\x0c\x1c\x1d\x1e\x85":
-        return "holds a line break"
-    if category == "Cc":
-        return "holds a control character"
-    if category == "Cf":
-        return "holds an invisible character"
-    if char.isspace() and index in (0, length - 1):
-        return "starts with whitespace" if index == 0 else "ends with whitespace"
-    return ""
-
-
-def name_problem(name: str) -> str:
-    """Why a student's or an assignment's folder name cannot be graded under (empty when it can):
-    bytes that are not UTF-8, control characters, line or paragraph separators, other invisible
-    characters, whitespace at either end; the reason names the character."""
-    shown = clean_text(shown_name(name))
-    if "/" in name or any(0xD800 <= ord(c) <= 0xDFFF for c in name):
-        return f"the folder name '{shown}' is not plain UTF-8 text (bytes that are not UTF-8): rename it"
-    for index, char in enumerate(name):
-        problem = _character_problem(char, index, len(name))
-        if problem:
-            label = unicodedata.name(char, "")
-            return f"the folder name '{shown}' {problem} (U+{ord(char):04X}{' ' + label if label else ''}): rename it"
-    return ""

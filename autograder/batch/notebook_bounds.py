@@ -8,7 +8,7 @@ the grader grew to 5 GB on such a file. So before nbformat sees anything:
 * the JSON values are counted on the bytes (``[``, ``{`` and ``,``: an upper bound) and a file with
   more than ``MAX_JSON_VALUES`` is refused;
 * after ``json.loads``, everything the grader never uses is dropped: code cells' outputs and
-  execution counts, text cells' attachments (the grader clears them anyway, ``grading.normalise``),
+  execution counts, text cells' attachments (the grader clears them anyway, ``preparation.normalise``),
   a cell's metadata larger than ``MAX_CELL_METADATA_CHARS`` (its ``nbgrader`` entry kept) and the
   notebook's metadata larger than ``MAX_NOTEBOOK_METADATA_CHARS`` (kernel and language kept);
 * a notebook with more than ``MAX_CELLS`` cells is refused;
@@ -53,26 +53,29 @@ def _strip(data: dict) -> list[str]:
     cells = data["cells"]
     if len(cells) > MAX_CELLS:
         raise NotebookTooBig(f"the notebook has {len(cells):,} cells; the grader reads at most {MAX_CELLS:,}")
-    trimmed = 0
-    for cell in cells:
-        if type(cell) is not dict:
-            continue
-        if cell.get("cell_type") == "code":
-            if _plausible_outputs(cell):   # malformed ones are left for nbformat to refuse, as before
-                cell["outputs"], cell["execution_count"] = [], None
-        else:
-            cell.pop("attachments", None)
-        meta = cell.get("metadata")
-        if type(meta) is dict and _chars(meta) > MAX_CELL_METADATA_CHARS:
-            cell["metadata"] = {"nbgrader": meta["nbgrader"]} if type(meta.get("nbgrader")) is dict \
-                and _chars(meta["nbgrader"]) <= MAX_CELL_METADATA_CHARS else {}
-            trimmed += 1
+    trimmed = sum(_strip_cell(cell) for cell in cells if type(cell) is dict)
     meta = data.get("metadata")
     if type(meta) is dict and _chars(meta) > MAX_NOTEBOOK_METADATA_CHARS:
         data["metadata"] = {key: meta[key] for key in KEPT_NOTEBOOK_METADATA
                             if key in meta and _chars(meta[key]) <= MAX_CELL_METADATA_CHARS}
         trimmed += 1
     return [f"oversized metadata removed from {trimmed} place(s)"] if trimmed else []
+
+
+def _strip_cell(cell: dict) -> bool:
+    """Drop a cell's outputs or attachments, and its metadata if oversized (its ``nbgrader`` entry
+    kept when that is not); whether metadata was removed."""
+    if cell.get("cell_type") == "code":
+        if _plausible_outputs(cell):   # malformed ones are left for nbformat to refuse, as before
+            cell["outputs"], cell["execution_count"] = [], None
+    else:
+        cell.pop("attachments", None)
+    meta = cell.get("metadata")
+    if type(meta) is dict and _chars(meta) > MAX_CELL_METADATA_CHARS:
+        cell["metadata"] = {"nbgrader": meta["nbgrader"]} if type(meta.get("nbgrader")) is dict \
+            and _chars(meta["nbgrader"]) <= MAX_CELL_METADATA_CHARS else {}
+        return True
+    return False
 
 
 OUTPUT_TYPES = {"stream", "display_data", "execute_result", "error"}

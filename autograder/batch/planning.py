@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..judge.protocol import Status
 from ..sandbox.limits import Limits
-from .intake import MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found, name_problem, shown_name
+from .folder_names import name_problem, shown_name
+from .intake import MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found
 from .report import GradeRow
 
 STATE_FILE = "grading_state.json"

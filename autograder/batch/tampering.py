@@ -43,7 +43,7 @@ EXEMPT_SETTINGS = ("torch.backends.",)
 
 def tampering_for(source: str) -> list[str]:
     """Why this code could have replaced the runner's reports (empty for ordinary answers). The caller
-    bounds the size (``grading.flag_sources``); code that does not parse cannot run either."""
+    bounds the size (``preparation.flag_sources``); code that does not parse cannot run either."""
     try:
         tree = _parsed(source)
     except SyntaxError:
@@ -153,14 +153,30 @@ def _is_sys(node: ast.AST, modules: set[str]) -> bool:
 
 
 def _call_reason(node: ast.Call, modules: set[str]) -> str | None:
-    name = node.func.id if isinstance(node.func, ast.Name) else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
+    name = _called_name(node)
     first = node.args[0] if node.args else None
+    return _reflection_reason(name, first, modules) or _sys_modules_reason(node, name, modules)
+
+
+def _called_name(node: ast.Call) -> str:
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    return node.func.attr if isinstance(node.func, ast.Attribute) else ""
+
+
+def _reflection_reason(name: str, first: ast.AST | None, modules: set[str]) -> str | None:
+    """``setattr``/``delattr``/``vars`` on an imported module, or a module imported by a name built at run time."""
     if name in ("setattr", "delattr") and first is not None and _root(first) in modules:
         return f"calls {name} on {_dotted(first) or _root(first)}"
     if name == "vars" and first is not None and _root(first) in modules:
         return f"reaches vars({_dotted(first) or _root(first)})"
     if name == "import_module" and not (first is not None and isinstance(first, ast.Constant)):
         return "imports a module named at run time"
+    return None
+
+
+def _sys_modules_reason(node: ast.Call, name: str, modules: set[str]) -> str | None:
+    """A mutating method called on ``sys.modules`` (``sys.modules.update(...)``, ``.pop(...)``...)."""
     if name in MUTATING_METHODS and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute) \
             and node.func.value.attr == "modules" and _is_sys(node.func.value.value, modules):
         return "changes sys.modules"

@@ -116,10 +116,9 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
     ``force`` first moves them to a dated backup folder beside ``notebooks_dir`` (``Built.backups``).
     """
     bundle_dir = bundle_dir or notebooks_dir.parent / "autograder" / "selfgrade"
-    if release:
-        problems = release_problems()
-        if problems:
-            raise BuildError("refusing a release build: " + "; ".join(problems))
+    problems = release_problems() if release else []
+    if problems:
+        raise BuildError("refusing a release build: " + "; ".join(problems))
     all_assignments = conventions.assignments(solutions_dir)
     assignments = _selected(all_assignments, only, solutions_dir)
     changed: list[Path] = []

@@ -55,7 +55,7 @@ class _Walk:
 
 
 def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeResult:
-    """Run a job (built by ``autograder.batch.grading.prepare_job``) and return the notebook's result, in
+    """Run a job (built by ``autograder.batch.preparation.prepare_job``) and return the notebook's result, in
     ``workspace`` (a runner started ahead, used if it suits the job) or a fresh one; closes it."""
     walk = _Walk()
     if workspace is not None and not workspace.suits(job):

@@ -109,7 +109,7 @@ class RunnerSpec:
 
 @dataclass(frozen=True)
 class JudgeJob:
-    """What the judge needs to grade one notebook (``autograder.batch.grading.prepare_job`` builds it).
+    """What the judge needs to grade one notebook (``autograder.batch.preparation.prepare_job`` builds it).
 
     ``cells`` are the sanitised notebook's cells as ``{"cell_type", "source", "metadata"}``; the judge
     runs ``run_indices`` in the runner (``answer_cells`` among them: trouble there sets the status),

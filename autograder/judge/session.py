@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..sandbox import confinement, processes
 from ..sandbox.limits import Limits
-from . import wire
+from . import wire, wire_decode
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
 from .changes import changed_inputs
@@ -173,7 +173,7 @@ class Session:
 
     def _value(self, reply: dict, label: str, sent: tuple | None):
         try:
-            value = wire.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
+            value = wire_decode.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
         except (wire.WireError, RecursionError, TypeError, ValueError) as error:
             raise StudentCodeError(f"{label} returned something the grader cannot read: {error}") from None
         if sent is not None and reply.get("changed"):

@@ -7,7 +7,7 @@ used, read from ``/proc`` where Linux has it, and a cell is interrupted once it 
 CPU seconds. Elsewhere (no ``/proc``) both fall back to wall-clock time.
 
 The kernels run PyTorch on one thread (``ONE_THREAD``), as the grader's runners do
-(``sandbox.child_environment``): CPU time is then close to the wall time on a quiet machine, and OpenMP
+(``confinement.child_environment``): CPU time is then close to the wall time on a quiet machine, and OpenMP
 threads that spin while they wait for a busy core cannot multiply it.
 """
 

@@ -27,7 +27,7 @@ import io
 import sys
 import traceback
 
-from ..judge import wire
+from ..judge import wire, wire_decode
 from ..judge.protocol import MAX_ERROR_MESSAGE_CHARS
 
 MAX_REFS = 10_000
@@ -71,7 +71,7 @@ class Agent:
         return self.resolve(spec.get("ref"))
 
     def value(self, encoded):
-        return wire.decode(encoded, self.resolve, resolve_global=self._global, restore_devices=True)
+        return wire_decode.decode(encoded, self.resolve, resolve_global=self._global, restore_devices=True)
 
     def _global(self, name: str):
         return self.target({"name": name})
@@ -198,7 +198,7 @@ def _matching_parts(sent, live, tag):
 
 def _matching_dict_parts(pairs: list, live):
     try:
-        keys = [wire.decode(pair[0]) for pair in pairs]
+        keys = [wire_decode.decode(pair[0]) for pair in pairs]
     except (wire.WireError, TypeError, IndexError, RecursionError):
         return _UNREADABLE_KEYS
     if isinstance(live, dict) and list(live.keys()) == keys:

@@ -208,7 +208,7 @@ def grade_saved_notebook(path: Path, assignment_name: str | None = None) -> int:
 
 def _run_with_grading_cell(path: Path, assignment_name: str, code: str | None = None) -> list:
     """Run the notebook at ``path`` in a fresh kernel with a grading cell at the end (in place of its
-    own; ``code`` instead of the table, as ``selfgrade_progress`` asks); the kernel's stderr goes to ours
+    own; ``code`` instead of the table, as ``selfgrade.progress`` asks); the kernel's stderr goes to ours
     without ipykernel's notices. The grading cell's outputs."""
     import nbformat
     from nbclient import NotebookClient

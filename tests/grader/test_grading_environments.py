@@ -34,7 +34,7 @@ GRADE_SCRIPT = """
 import sys
 from pathlib import Path
 from autograder.batch.grading import grade
-from autograder.sandbox.confinement import Limits
+from autograder.sandbox.limits import Limits
 root = Path(sys.argv[1])
 rows = grade(root / "submitted", root / "out", workers=2, progress=False, solutions_dir=root / "solutions",
              limits=Limits(cell_timeout_s=60, notebook_timeout_s=300, sandbox="bwrap"))

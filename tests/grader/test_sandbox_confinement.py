@@ -171,7 +171,7 @@ def _planted_root() -> Path:
 
 
 def _allowed_paths() -> list[str]:
-    """What the runner may see, from this process's own view (not from ``sandbox``'s lists)."""
+    """What the runner may see, from this process's own view (not from ``bubblewrap``'s lists)."""
     import autograder
     import utils
 
