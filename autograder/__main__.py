@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .sandbox import Limits
+from .sandbox.limits import Limits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +32,7 @@ def _add_build(commands) -> None:
                               help="private edition for a graded class: no self-grading cell, no test bundles")
     build_parser.add_argument("--release", action="store_true",
                               help="building a course to publish: refuse while the repository URL "
-                                   "(autograder/setup_cell.py) is a placeholder")
+                                   "(autograder/course/setup_cell.py) is a placeholder")
     build_parser.add_argument("--force", action="store_true",
                               help="replace student versions that hold someone's work (answers, outputs) after "
                                    "moving each to notebooks-backup-<date>-<time>/ (without it the build refuses)")
@@ -107,7 +107,7 @@ def _add_demo(commands) -> None:
     which = demo_parser.add_mutually_exclusive_group()
     which.add_argument("--assignment", action="append",
                        help="demonstrate this assignment (repeatable, or a comma list; default: the shortest "
-                            "to grade, named in autograder/demo.py)")
+                            "to grade, named in autograder/course/demo.py)")
     which.add_argument("--all", action="store_true", help="demonstrate every assignment (11 notebooks, many minutes)")
 
 
@@ -119,14 +119,14 @@ def _add_check(commands) -> None:
 
 
 def run_check(args, parser) -> int:
-    from .check import main as check_main
+    from .course.check import main as check_main
 
     return check_main(args.assignment, with_mutants=not args.no_mutants)
 
 
 def run_build(args, parser) -> int:
-    from .build import BuildError, build
-    from .student_work import WorkWouldBeLost
+    from .course.build import BuildError, build
+    from .course.student_work import WorkWouldBeLost
 
     try:
         changed = build(only=set(args.assignment) if args.assignment else None, release=args.release,
@@ -157,12 +157,13 @@ def limits_from(args, parser) -> Limits:
 
 
 def run_grade(args, parser) -> int:
-    from .grading import grade
-    from .intake import NoSubmissions
-    from .report import BUNDLES_REFUSAL, format_table, self_grading_bundles, summary_warnings
-    from .sandbox import RunnerCannotStart, SandboxUnavailable
-    from .shards import Shard
-    from .warnings_log import LOG_NAME
+    from .batch.grading import grade
+    from .batch.intake import NoSubmissions
+    from .batch.report import BUNDLES_REFUSAL, format_table, self_grading_bundles, summary_warnings
+    from .sandbox.confinement import RunnerCannotStart
+    from .sandbox.bubblewrap import SandboxUnavailable
+    from .batch.shards import Shard
+    from .batch.warnings_log import LOG_NAME
 
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -196,7 +197,7 @@ def run_grade(args, parser) -> int:
 
 
 def run_merge(args, parser) -> int:
-    from .shards import ShardsIncomplete, merge
+    from .batch.shards import ShardsIncomplete, merge
 
     try:
         report = merge(args.shards, args.out, allow_missing=args.allow_missing, expect=args.expect)
@@ -211,7 +212,7 @@ def run_merge(args, parser) -> int:
 
 def write_class_report(out: Path, solutions: Path | None = None, mutants: Path | None = None,
                        with_mutants: bool = True) -> int:
-    from .class_report import write_report
+    from .batch.class_report import write_report
 
     html_path, json_path = write_report(out, solutions, mutants, with_mutants)
     print(f"Report: {html_path}\n        {json_path}")
@@ -228,7 +229,7 @@ def run_selfgrade(args, parser) -> int:
     from .selfgrade import grade_saved_notebook
 
     if args.notebook.is_dir():
-        from .selfgrade_progress import grade_folder
+        from .selfgrade.progress import grade_folder
 
         return grade_folder(args.notebook, args.html)
     if not args.notebook.is_file():
@@ -237,8 +238,9 @@ def run_selfgrade(args, parser) -> int:
 
 
 def run_demo_command(args, parser) -> int:
-    from .demo import run_demo, selected_assignments
-    from .sandbox import RunnerCannotStart, SandboxUnavailable
+    from .course.demo import run_demo, selected_assignments
+    from .sandbox.confinement import RunnerCannotStart
+    from .sandbox.bubblewrap import SandboxUnavailable
 
     try:
         assignments = selected_assignments(args.assignment, args.all)

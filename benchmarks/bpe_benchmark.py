@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.conventions import strip_solution_markers
+from autograder.course.conventions import strip_solution_markers
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "solutions" / "02_tokenization" / "tokenization.ipynb"

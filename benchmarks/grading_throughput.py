@@ -4,7 +4,7 @@
 
 Grades N copies of the correct submission of every assignment (the filled-in solution notebooks),
 once per worker count, into fresh output folders, and prints submissions per minute and seconds per
-submission, then where the time went, per submission (``autograder/stage_times.py``): starting the
+submission, then where the time went, per submission (``autograder/batch/stage_times.py``): starting the
 judge and the sandboxed runner (two Python processes importing PyTorch), the set-up cell, the answer
 cells, the test cells, nbgrader's release, autograde and feedback steps, the CSV. The **overhead** is
 the wall time per submission (times workers) less the set-up, answer and test cells: what grading
@@ -21,10 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import conventions, stage_times, submissions
-from autograder.grading import grade
-from autograder.protocol import AHEAD_PREFIX
-from autograder.sandbox import Limits
+from autograder.course import conventions, submissions
+from autograder.batch import stage_times
+from autograder.batch.grading import grade
+from autograder.judge.protocol import AHEAD_PREFIX
+from autograder.sandbox.limits import Limits
 
 
 def main() -> int:

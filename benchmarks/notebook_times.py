@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from autograder import conventions
-from autograder.check import run_notebook
+from autograder.course import conventions
+from autograder.course.check import run_notebook
 
 
 def main(names: list[str]) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.cpu_time import ONE_THREAD
+from autograder.sandbox.cpu_time import ONE_THREAD
 
 os.environ.update(ONE_THREAD)
 
@@ -25,15 +25,15 @@ torch.set_num_threads(1)   # the judge's test cells run in this process
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from autograder import conventions  # noqa: E402
-from autograder.check import NotebookReport, run_notebook  # noqa: E402
+from autograder.course import conventions  # noqa: E402
+from autograder.course.check import NotebookReport, run_notebook  # noqa: E402
 
 ASSIGNMENTS = conventions.assignments()
 ASSIGNMENT_NAMES = frozenset(a.name for a in ASSIGNMENTS)
 
 # The suite's own submissions are graded in the bubblewrap sandbox where it works (CI installs it);
 # elsewhere with limits only, which must then be asked for explicitly (`auto` refuses to fall back).
-from autograder.sandbox import bwrap_available  # noqa: E402
+from autograder.sandbox.bubblewrap import bwrap_available  # noqa: E402
 
 TEST_SANDBOX = "auto" if bwrap_available() else "none"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import conventions, submissions
-from autograder.build import build
+from autograder.course import conventions, submissions
+from autograder.course.build import build
 
 SOLUTION = '''import torch
 

@@ -39,7 +39,7 @@ _no_torch_dispatch = getattr(torch._C, "_DisableTorchDispatch", None)
 _tensor_vars = torch.Tensor.__dict__["__dict__"].__get__
 _torch_device = torch.device
 # A tensor that crossed from the student's process to the judge is decoded on the CPU, and the device
-# it lived on there is kept in this attribute (``autograder.wire.DEVICE_ATTRIBUTE``), so that a device
+# it lived on there is kept in this attribute (``autograder.judge.wire.DEVICE_ATTRIBUTE``), so that a device
 # check gives the same verdict in the judge as in the student's kernel.
 _WIRE_DEVICE = "_wire_device"
 _ndarray = np.ndarray

@@ -55,7 +55,7 @@ def describe(device: torch.device) -> str:
 
 
 # The course's pip distribution and the extra listing what notebook cells import beyond the core
-# dependencies (pyproject.toml; autograder/setup_cell.py names the same two).
+# dependencies (pyproject.toml; autograder/course/setup_cell.py names the same two).
 DISTRIBUTION = "transformer-course"
 NOTEBOOKS_EXTRA = "notebooks"
 

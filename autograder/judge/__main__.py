@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import sandbox
-from ..protocol import (JudgeJob, JudgeResult, ProtocolError, RunnerSpec, SelfGradeJob, TestVerdict, seal,
+from ..sandbox import processes
+from .protocol import (JudgeJob, JudgeResult, ProtocolError, RunnerSpec, SelfGradeJob, TestVerdict, seal,
                         verdicts_message)
 from .outputs import error_output
 from .session import NOT_RUN, AttachedSession, CellOutcome
@@ -20,7 +20,7 @@ from .workspace import Workspace
 def main(ahead: bool = False) -> int:
     """One job on standard input, its sealed result on standard output. ``ahead`` (``--ahead``): a
     ``RunnerSpec`` line comes first, and the runner starts before the job is read."""
-    sandbox.become_subreaper()
+    processes.become_subreaper()
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything printed by accident goes to the log, not into the result
     workspace = Workspace.ahead(RunnerSpec.from_line(sys.stdin.readline())) if ahead else None

@@ -8,7 +8,7 @@ points at a part of an argument, and only a real difference from the judge's own
 
 from __future__ import annotations
 
-from .. import wire
+from . import wire, wire_decode
 
 MAX_CHANGES_READ = 20
 _UNREADABLE = object()
@@ -68,7 +68,7 @@ def _one_change(args: tuple, kwargs: dict, entry) -> tuple[str, str, str] | None
         if part is None:
             return None
         name += part
-    after = wire.decode(entry["after"]) if entry.get("after") is not None else _UNREADABLE
+    after = wire_decode.decode(entry["after"]) if entry.get("after") is not None else _UNREADABLE
     what = _what_changed(node, after)
     return None if what is None else (name, what, _kind(node))
 

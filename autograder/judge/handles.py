@@ -1,7 +1,7 @@
 """Handles: the exercise names as a test cell sees them in the judge.
 
 A ``Handle`` stands for a function, class or object that lives in the student's process. Calling it
-sends the arguments there by value (``autograder.wire``) and brings the result back; reading an
+sends the arguments there by value (``autograder.judge.wire``) and brings the result back; reading an
 attribute does the same. ``Probes`` is what ``utils.probes`` calls in the judge for the checks that
 must look inside the student's process (gradients, in-place calls, a test's own time limit). An
 exception the student's code raised comes back as the same built-in type, or ``StudentCodeError``.
@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .. import wire
-from ..protocol import MAX_ERROR_MESSAGE_CHARS
+from . import wire
+from .protocol import MAX_ERROR_MESSAGE_CHARS
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Asks(Protocol):
+    """What a handle needs of the judge's session (``session.Session``): a request answered by the
+    student's process, the values it sends there, and the time limit of the call being made."""
+
+    call_limit: tuple[float, str] | None
+
+    def ask(self, message: dict, label: str, sent: tuple | None = None): ...
+
+    def send(self, value): ...
 
 
 class StudentCodeError(RuntimeError):
@@ -29,7 +37,7 @@ class Handle(wire.Ref):
 
     __slots__ = ("_session", "_label")
 
-    def __init__(self, session: "Session", ident, label: str):
+    def __init__(self, session: Asks, ident, label: str):
         object.__setattr__(self, "id", ident)
         object.__setattr__(self, "_session", session)
         object.__setattr__(self, "_label", label)
@@ -62,7 +70,7 @@ class Handle(wire.Ref):
 class Probes:
     """What ``utils.probes`` calls in the judge (``probes._judge``)."""
 
-    def __init__(self, session: "Session"):
+    def __init__(self, session: Asks):
         self.session = session
 
     def probe(self, kind: str, target, args, kwargs, **extra):

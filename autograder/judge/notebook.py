@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .. import sandbox
-from ..protocol import AHEAD_PREFIX, CellResult, JudgeJob, JudgeResult, RunnerSpec, Status
+from ..sandbox import confinement
+from .protocol import AHEAD_PREFIX, CellResult, JudgeJob, JudgeResult, RunnerSpec, Status
 from .outputs import keep_within_budget
 from .session import CellOutcome, Session
 from .workspace import START_FAILURES, Workspace
@@ -55,7 +55,7 @@ class _Walk:
 
 
 def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeResult:
-    """Run a job (built by ``autograder.grading.prepare_job``) and return the notebook's result, in
+    """Run a job (built by ``autograder.batch.preparation.prepare_job``) and return the notebook's result, in
     ``workspace`` (a runner started ahead, used if it suits the job) or a fresh one; closes it."""
     walk = _Walk()
     if workspace is not None and not workspace.suits(job):
@@ -63,7 +63,7 @@ def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeRe
         workspace = None
     with workspace or Workspace(RunnerSpec(job.limits, list(job.hide))) as space:
         if job.submission_dir:
-            skipped = sandbox.copy_submission_files(Path(job.submission_dir), space.scratch)
+            skipped = confinement.copy_submission_files(Path(job.submission_dir), space.scratch)
             if skipped:
                 walk.details.append("files not copied: " + ", ".join(skipped[:5]))
         started = time.perf_counter()

@@ -14,8 +14,10 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import sandbox, wire
-from ..protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
+from ..sandbox import confinement, processes
+from ..sandbox.limits import Limits
+from . import wire, wire_decode
+from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
 from .changes import changed_inputs
 from .handles import Handle, Probes, StudentCodeError, exception_from
@@ -48,7 +50,7 @@ def _check_failure(text: str):
 
 
 class Session:
-    def __init__(self, scratch: Path, limits: sandbox.Limits, hide: list[Path], names: list[str], log_path: Path):
+    def __init__(self, scratch: Path, limits: Limits, hide: list[Path], names: list[str], log_path: Path):
         self.scratch = scratch
         self.limits = limits
         self.hide = hide
@@ -65,13 +67,13 @@ class Session:
     # -- the runner's life ---------------------------------------------------------------------
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
-            self.process = sandbox.start_runner(self.scratch, self.limits, self.hide, log)
+            self.process = confinement.start_runner(self.scratch, self.limits, self.hide, log)
         self.connection = Connection(self.process.stdin, self.process.stdout.fileno())
         self.connection.request({"op": "run", "source": "pass"}, STARTUP_TIMEOUT_S)
 
     def stop(self) -> None:
         if self.process is not None:
-            sandbox.kill_group(self.process)
+            processes.kill_group(self.process)
             self.process = None
 
     def restart(self) -> None:
@@ -171,7 +173,7 @@ class Session:
 
     def _value(self, reply: dict, label: str, sent: tuple | None):
         try:
-            value = wire.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
+            value = wire_decode.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
         except (wire.WireError, RecursionError, TypeError, ValueError) as error:
             raise StudentCodeError(f"{label} returned something the grader cannot read: {error}") from None
         if sent is not None and reply.get("changed"):
@@ -247,7 +249,7 @@ class AttachedSession(Session):
     def __init__(self, names: list[str], connection: Connection, limit_s: float):
         self.names = list(names)
         self.connection = connection
-        self.limits = sandbox.Limits(cell_timeout_s=int(limit_s), sandbox="none")
+        self.limits = Limits(cell_timeout_s=int(limit_s), sandbox="none")
         self.call_limit = None
         self.trouble = None
         self.gone = False

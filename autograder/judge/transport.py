@@ -17,8 +17,8 @@ import os
 import select
 import time
 
-from .. import wire
-from ..protocol import Status
+from . import wire
+from .protocol import Status
 
 GRACE_S = 10            # after a call's limit: time for the runner's own interrupt to come back
 MAX_STRAY_REPLIES = 1000

@@ -15,12 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import sandbox
-from ..protocol import JudgeJob, RunnerSpec
+from ..sandbox import bubblewrap
+from ..sandbox import processes
+from .protocol import JudgeJob, RunnerSpec
 from .session import STARTUP_TIMEOUT_S, Session
 from .transport import RunnerGone
 
-START_FAILURES = (RunnerGone, sandbox.SandboxUnavailable, OSError)
+START_FAILURES = (RunnerGone, bubblewrap.SandboxUnavailable, OSError)
 
 
 class Workspace:
@@ -65,7 +66,7 @@ class Workspace:
 
     def close(self) -> None:
         self.session.stop()
-        sandbox.kill_descendants()
+        processes.kill_descendants()
         self._folder.cleanup()
 
     def __enter__(self) -> "Workspace":

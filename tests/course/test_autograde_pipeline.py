@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from autograder import submissions
-from autograder.grading import grade
-from autograder.sandbox import Limits
+from autograder.course import submissions
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
 from conftest import TEST_SANDBOX, WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from autograder import conventions, selfgrade
-from autograder.build import build
+from autograder.course import conventions
+from autograder import selfgrade
+from autograder.course.build import build
 
 STUDENT_FACING = [conventions.NOTEBOOKS_DIR, conventions.REPO_ROOT / "utils", conventions.REPO_ROOT / "autograder"]
 

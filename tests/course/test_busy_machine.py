@@ -18,7 +18,8 @@ from contextlib import contextmanager
 import nbformat
 import pytest
 
-from autograder import check, conventions, cpu_time
+from autograder.course import check, conventions
+from autograder.sandbox import cpu_time
 
 LOADED_NOTEBOOK = "08_train_gpt"   # the notebook that failed a cell under load (issue 35); the longest training cells
 

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import conventions, setup_cell, submissions
-from autograder.cpu_time import ONE_THREAD
+from autograder.course import conventions, setup_cell, submissions
+from autograder.sandbox.cpu_time import ONE_THREAD
 from conftest import WALL_CELL_TIMEOUT_S
 
 pytestmark = pytest.mark.slow

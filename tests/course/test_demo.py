@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from autograder import conventions, demo
+from autograder.course import conventions, demo
 from autograder.__main__ import main as autograder_main
-from autograder.report import GradeRow
+from autograder.batch.report import GradeRow
 
 ROOT = conventions.REPO_ROOT
 

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder import conventions
+from autograder.course import conventions
 from utils import precision
 
 pytestmark = pytest.mark.slow

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from autograder import conventions
-from autograder.flags import flags_for
-from autograder.tampering import tampering_for
-from autograder.setup_cell import SETUP_GRADE_ID, setup_cell_source
+from autograder.course import conventions
+from autograder.batch.flags import flags_for
+from autograder.batch.tampering import tampering_for
+from autograder.course.setup_cell import SETUP_GRADE_ID, setup_cell_source
 
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 ALLOWED_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "points", "task", "checksum", "cell_type"}
@@ -26,7 +26,7 @@ def test_setup_cell_is_first_and_canonical(nb):
     assert code_cells, "the notebook has no code cell"
     first = code_cells[0]
     assert conventions.grade_id(first) == SETUP_GRADE_ID, "the first code cell must be the set-up cell (grade_id 'setup')"
-    assert first.source == setup_cell_source(), "set-up cell differs from autograder/setup_cell.py: run `python -m autograder build`"
+    assert first.source == setup_cell_source(), "set-up cell differs from autograder/course/setup_cell.py: run `python -m autograder build`"
 
 
 def test_outputs_are_stripped(nb):

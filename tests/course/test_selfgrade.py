@@ -15,10 +15,12 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder import conventions, selfgrade, submissions
-from autograder.build import build
-from autograder.grading import grade
-from autograder.sandbox import Limits, bwrap_available
+from autograder.course import conventions, submissions
+from autograder import selfgrade
+from autograder.course.build import build
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import bwrap_available
 from conftest import WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
 
 pytestmark = pytest.mark.slow

@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-from autograder import selfgrade, setup_cell
+from autograder import selfgrade
+from autograder.course import setup_cell
 from autograder.__main__ import main
-from autograder.protocol import TestVerdict
-from autograder.feedback_page import PAGE_STYLE, cell_title, latex_to_text, readable_page
+from autograder.judge.protocol import TestVerdict
+from autograder.batch.feedback_page import PAGE_STYLE, cell_title, latex_to_text, readable_page
 
 LONG_MESSAGE = ("CheckFailure: softmax: 3 of 12 values differ (largest difference 0.25 at [0, 1]: expected "
                 "0.0900306, got 0.3400306); the rows must each sum to 1 over the last dimension, whatever their length\n"

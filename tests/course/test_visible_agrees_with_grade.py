@@ -1,5 +1,5 @@
 """The grade and the visible test agree on every exercise: each visible test cell, run on the solution and
-on each mutant, passes or fails alike in the student's kernel and in the judge (``autograder.agreement``).
+on each mutant, passes or fails alike in the student's kernel and in the judge (``autograder.course.agreement``).
 
 A disagreement means a student sees a visible test pass and still loses its points, or the other way round:
 a value whose type changed on the wire, a device lost, a test cell that reads a notebook variable.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.agreement import visible_verdicts
+from autograder.course.agreement import visible_verdicts
 
 pytestmark = pytest.mark.slow
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grading, intake, report, submissions
+from autograder.batch import grading, intake, planning, preparation, report
+from autograder.course import submissions
 from autograder.__main__ import main as autograder_main
-from autograder.grading import grade
-from autograder.intake import NoSubmissions
-from autograder.text import clean_text
-from autograder.sandbox import Limits
+from autograder.batch.grading import grade
+from autograder.batch.intake import NoSubmissions
+from autograder.course.text import clean_text
+from autograder.sandbox.limits import Limits
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
@@ -124,7 +125,7 @@ def batch(tmp_path_factory):
     put("e\u0301mile", answer(assignment, root, "def double(x):\n    return x\n"))   # the same name in NFD: noted
     put("noe\u0308l")                                                 # NFD only: graded as the NFC name
 
-    real_run_judge, real_sanitise = grading.run_judge, grading._sanitise
+    real_run_judge, real_sanitise = grading.run_judge, preparation._sanitise
 
     def run_judge(job, limits, judge=None):
         if "judge_fails" in str(job.submission_dir):
@@ -139,7 +140,7 @@ def batch(tmp_path_factory):
     out = root / "out"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(grading, "run_judge", run_judge)
-        patch.setattr(grading, "_sanitise", sanitise)
+        patch.setattr(preparation, "_sanitise", sanitise)
         rows = grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions", limits=LIMITS)
     return rows, out, subs, root
 
@@ -398,21 +399,21 @@ def test_fingerprints_take_any_file_name_and_do_not_read_huge_files(tmp_path):
     source = tmp_path / "source.ipynb"
     source.write_text("{}", encoding="utf-8")
     found = intake.Found("s", "a", folder)
-    first = grading._fingerprint(found, source, LIMITS)
-    assert first == grading._fingerprint(found, source, LIMITS)
+    first = planning._fingerprint(found, source, LIMITS)
+    assert first == planning._fingerprint(found, source, LIMITS)
     (folder / os.fsdecode(b"\xff.ipynb")).write_text("{ }", encoding="utf-8")
-    assert grading._fingerprint(found, source, LIMITS) != first
+    assert planning._fingerprint(found, source, LIMITS) != first
 
 
 def test_flagging_is_bounded_for_huge_and_deeply_nested_cells():
-    assert grading.flag_sources(["x = 1\n" * 500_000]) == "code cell too long to scan (3000 kB)"   # 3 MB: not parsed
-    assert grading.flag_sources(["import gc\n", "y = " + "(" * 50 + "1" + ")" * 50]) == "uses gc"
-    assert grading.flag_sources(["y = " + "[" * 5000 + "]" * 5000]) == ""   # too deep for Python: not a crash
+    assert preparation.flag_sources(["x = 1\n" * 500_000]) == "code cell too long to scan (3000 kB)"   # 3 MB: not parsed
+    assert preparation.flag_sources(["import gc\n", "y = " + "(" * 50 + "1" + ")" * 50]) == "uses gc"
+    assert preparation.flag_sources(["y = " + "[" * 5000 + "]" * 5000]) == ""   # too deep for Python: not a crash
     # 1 MB parsed in all: a long cell first hides nothing after it; cells past the budget are flagged.
-    assert grading.flag_sources(["x = 1\n" * 500_000, "import ctypes\n"]) == (
+    assert preparation.flag_sources(["x = 1\n" * 500_000, "import ctypes\n"]) == (
         "code cell too long to scan (3000 kB); reaches into the grader's machinery: imports ctypes; uses ctypes")
-    assert grading.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n"]) == "code too long to scan in full; uses gc"
-    assert grading.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n" * 5_000]) == "code too long to scan in full"
+    assert preparation.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n"]) == "code too long to scan in full; uses gc"
+    assert preparation.flag_sources(["x = 1\n" * 15_000] * 12 + ["import gc\n" * 5_000]) == "code too long to scan in full"
 
 
 def test_the_judge_keeps_four_megabytes_of_outputs_per_notebook_and_every_verdict():
@@ -441,7 +442,7 @@ def test_a_reply_nested_too_deeply_is_the_students_protocol_error():
 
 
 def test_a_result_with_lone_surrogates_is_made_valid_and_says_so():
-    from autograder.protocol import sign
+    from autograder.judge.protocol import sign
 
     key = b"k" * 32
     body = json.dumps({"status": "ok", "detail": "", "cells": [{"index": 3, "outputs": [
@@ -453,15 +454,15 @@ def test_a_result_with_lone_surrogates_is_made_valid_and_says_so():
 
 
 def test_the_readme_states_the_limits_the_code_applies():
-    from autograder import flags
+    from autograder.batch import flags
     from autograder.judge import outputs
 
-    text = " ".join((Path(grading.__file__).parent / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((Path(grading.__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
     stated = [f"at most {intake.MAX_NOTEBOOK_BYTES // 2**20} MB",
               f"at most {intake.MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all and {intake.MAX_SUBMISSION_FILES:,} files",
               f"at most {outputs.MAX_NOTEBOOK_OUTPUT_BYTES // 2**20} MB of outputs per notebook",
               f"at most {grading.MAX_JUDGE_RESULT_BYTES // 2**20} MB of a judge's reply",
-              f"at most {flags.MAX_SCANNED_CHARS // 1000} kB per cell and {grading.MAX_FLAGGED_CHARS // 10**6} MB per submission",
+              f"at most {flags.MAX_SCANNED_CHARS // 1000} kB per cell and {preparation.MAX_FLAGGED_CHARS // 10**6} MB per submission",
               f"no file in OUT over {MAX_OUT_FILE_BYTES // 2**20} MB"]
     for phrase in stated:
         assert phrase in text, phrase

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import conventions, submissions
-from autograder.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern
-from autograder.class_report_page import render_page
-from autograder.grading import grade
-from autograder.sandbox import Limits
-from autograder.shards import Shard
+from autograder.course import conventions, submissions
+from autograder.batch.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern
+from autograder.batch.class_report_page import render_page
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.batch.shards import Shard
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
@@ -302,9 +302,9 @@ def test_report_command_refuses_a_folder_without_grades(tmp_path):
 
 
 def test_mistakes_that_read_alike_without_numbers_are_told_apart_by_their_exact_messages():
-    from autograder.class_report import ExerciseCells, Submission, failure_groups, label_failures
-    from autograder.mutant_messages import MutantFailure
-    from autograder.report import GradeRow
+    from autograder.batch.class_report import ExerciseCells, Submission, failure_groups, label_failures
+    from autograder.batch.mutant_messages import MutantFailure
+    from autograder.batch.report import GradeRow
 
     transposed = MutantFailure("f", "f__transposed", "Stores counts[next, previous].", [("test_f", "CheckFailure: expected 1 at [0, 2], got 0")])
     rolls = MutantFailure("f", "f__rolls", "Pairs the last token with the first.", [("test_f", "CheckFailure: expected 0 at [3, 0], got 1")])

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import conventions, sandbox, submissions
-from autograder.grading import grade
-from autograder.sandbox import Limits, SandboxUnavailable, bwrap_available
+from autograder.course import conventions, submissions
+from autograder.sandbox import confinement
+from autograder.sandbox import bubblewrap
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import SandboxUnavailable, bwrap_available
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 
@@ -30,8 +33,8 @@ needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is no
 GRADE_SCRIPT = """
 import sys
 from pathlib import Path
-from autograder.grading import grade
-from autograder.sandbox import Limits
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
 root = Path(sys.argv[1])
 rows = grade(root / "submitted", root / "out", workers=2, progress=False, solutions_dir=root / "solutions",
              limits=Limits(cell_timeout_s=60, notebook_timeout_s=300, sandbox="bwrap"))
@@ -92,7 +95,7 @@ def test_grading_from_a_virtual_environment(where, tmp_path):
 def test_sandbox_drops_every_capability_and_hides_the_course(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    command = sandbox._bwrap_prefix(scratch, [conventions.REPO_ROOT]) + [
+    command = bubblewrap.bwrap_prefix(scratch, [conventions.REPO_ROOT]) + [
         "sh", "-c", f"grep CapEff /proc/self/status; ls {conventions.SOLUTIONS_DIR} 2>&1 | wc -l; "
                     "umount /tmp 2>&1 || echo umount-refused"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
@@ -103,7 +106,7 @@ def test_sandbox_drops_every_capability_and_hides_the_course(tmp_path):
 
 
 def test_auto_refuses_to_grade_without_isolation(monkeypatch, tmp_path):
-    monkeypatch.setattr(sandbox, "_BWRAP_WORKS", False)
+    monkeypatch.setattr(bubblewrap, "_BWRAP_WORKS", False)
     _course_with_two_students(tmp_path)
     with pytest.raises(SandboxUnavailable, match="--sandbox none"):
         grade(tmp_path / "submitted", tmp_path / "out", progress=False, solutions_dir=tmp_path / "solutions",
@@ -143,14 +146,14 @@ def test_a_machine_where_the_student_process_cannot_start_stops_grading_with_the
     """A broken machine (the course not importable in the sandbox, too little memory) must not hand
     every student an error in turn: grading stops before anything is written, and says what to fix."""
     limits = Limits(sandbox=TEST_SANDBOX)
-    sandbox.check_runner_starts(limits, [])  # this machine is fine
-    with pytest.raises(sandbox.RunnerCannotStart) as raised:
-        sandbox.check_runner_starts(limits, [], command=[sys.executable, "-c", "import no_such_course_package"])
+    confinement.check_runner_starts(limits, [])  # this machine is fine
+    with pytest.raises(confinement.RunnerCannotStart) as raised:
+        confinement.check_runner_starts(limits, [], command=[sys.executable, "-c", "import no_such_course_package"])
     message = str(raised.value)
     assert "nothing was graded" in message and "No module named 'no_such_course_package'" in message, message
     assert "pip install -e ." in message, message
-    with pytest.raises(sandbox.RunnerCannotStart) as raised:
-        sandbox.check_runner_starts(limits, [], command=[sys.executable, "-c", "x = bytearray(2**40)"])
+    with pytest.raises(confinement.RunnerCannotStart) as raised:
+        confinement.check_runner_starts(limits, [], command=[sys.executable, "-c", "x = bytearray(2**40)"])
     assert "MemoryError" in str(raised.value) and "--memory-mb" in str(raised.value), str(raised.value)
 
 

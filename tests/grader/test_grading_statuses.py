@@ -6,9 +6,9 @@ import csv
 
 import pytest
 
-from autograder import submissions
-from autograder.grading import grade
-from autograder.sandbox import Limits
+from autograder.course import submissions
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 

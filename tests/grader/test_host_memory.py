@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import submissions
-from autograder.grading import grade
-from autograder.sandbox import Limits, bwrap_available
+from autograder.course import submissions
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import bwrap_available
 from fixture_course import answer, make_course
 
 pytestmark = pytest.mark.slow

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import submissions, wire
+from autograder.course import submissions
+from autograder.judge import wire
 from autograder.judge.changes import changed_inputs
-from autograder.kernel_agent import Agent
+from autograder.sandbox.kernel_agent import Agent
 
 STUDENT_CODE = '''
 import torch
@@ -211,8 +212,8 @@ def _course(root):
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    from autograder import conventions
-    from autograder.build import build
+    from autograder.course import conventions
+    from autograder.course.build import build
     from fixture_course import _meta
 
     cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
@@ -238,12 +239,12 @@ STUDENTS = {
     "scale_copies": ({"scale_": "import torch\ndef scale_(x, factor):\n    x = x * factor"}, 4),
 }
 # Issue 28: code that mutates its input and replaces the runner's change report in its own process. The
-# grader reads the source (``autograder.tampering``) and fails every inputs-unchanged check of the
+# grader reads the source (``autograder.batch.tampering``) and fails every inputs-unchanged check of the
 # notebook, so the forgery costs what mutating costs, at least; scale_'s tests (the opt-out) still run.
 FORGED_DOUBLE = "import torch\n{forge}\ndef double(x):\n    x.mul_(2)\n    return x"
 FORGERIES = {
-    "forges_by_import": "import autograder.kernel_agent as agent\nagent.changed_arguments = lambda *a, **k: []",
-    "forges_through_sys_modules": ("import sys\nsys.modules['autograder.' + 'kernel_agent'].changed_arguments = "
+    "forges_by_import": "import autograder.sandbox.kernel_agent as agent\nagent.changed_arguments = lambda *a, **k: []",
+    "forges_through_sys_modules": ("import sys\nsys.modules['autograder.sandbox.' + 'kernel_agent'].changed_arguments = "
                                    "lambda *a, **k: []"),
     "forges_through_the_garbage_collector": (
         "import gc\nfor thing in gc.get_objects():\n    if type(thing).__name__ == 'Agent':\n"
@@ -257,8 +258,8 @@ STUDENTS["correct_classmate"] = ({}, 6)
 
 @pytest.mark.slow
 def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
-    from autograder.grading import grade
-    from autograder.sandbox import Limits
+    from autograder.batch.grading import grade
+    from autograder.sandbox.limits import Limits
     from conftest import TEST_SANDBOX
 
     root = tmp_path / "course"

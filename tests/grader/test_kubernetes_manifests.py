@@ -14,7 +14,7 @@ import subprocess
 
 import yaml
 
-from autograder import conventions
+from autograder.course import conventions
 
 FOLDER = conventions.REPO_ROOT / "autograder" / "cluster" / "kubernetes"
 JOB_SPEC = {"activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completionMode", "completions",

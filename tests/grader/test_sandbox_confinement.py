@@ -26,9 +26,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sandbox, submissions
-from autograder.grading import grade
-from autograder.sandbox import Limits, bwrap_available
+from autograder.sandbox import confinement
+from autograder.sandbox import bubblewrap
+from autograder.sandbox.limits import RUNNER_LOG_BYTES, SANDBOX_MAX_TASKS, SANDBOX_SHM_BYTES
+from autograder.sandbox import processes
+from autograder.course import submissions
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bubblewrap import bwrap_available
 from fixture_course import answer, make_course
 
 pytestmark = [pytest.mark.slow,
@@ -166,7 +171,7 @@ def _planted_root() -> Path:
 
 
 def _allowed_paths() -> list[str]:
-    """What the runner may see, from this process's own view (not from ``sandbox``'s lists)."""
+    """What the runner may see, from this process's own view (not from ``bubblewrap``'s lists)."""
     import autograder
     import utils
 
@@ -225,7 +230,7 @@ def confined(tmp_path_factory):
     server = PlantedSocket(planted / "planted.sock")
     out = root / "out"
     hidden_targets = ["/", "/etc", "/dev", "/usr", "/work", str(out), str(subs), str(root / "solutions"),
-                      str(sandbox.course_package_paths()[0]), sys.prefix, "/dev/shm"]
+                      str(bubblewrap.course_package_paths()[0]), sys.prefix, "/dev/shm"]
 
     def put(student, code):
         submissions.write(answer(assignment, root, code), subs / student / "01_fixture" / "fixture.ipynb")
@@ -237,7 +242,7 @@ def confined(tmp_path_factory):
     put("lists_the_root", LISTING.format(allowed=_allowed_paths()))
     put("reads_environment", ENVIRON)
     put("writes_everywhere", WRITES.format(targets=hidden_targets))
-    put("fork_bomb", FORK_BOMB.format(cap=sandbox.SANDBOX_MAX_TASKS))
+    put("fork_bomb", FORK_BOMB.format(cap=SANDBOX_MAX_TASKS))
     put("several_hold_memory", SEVERAL_HOLD_MEMORY.format(count=4, floats=(MEMORY_MB // 3) * 2 ** 18))
     put("correct_classmate", None)
 
@@ -298,7 +303,7 @@ def test_the_graders_environment_does_not_reach_the_student(confined):
     _, out, _ = confined
     seen = _printed(out, "reads_environment", "ENVIRON")
     assert "COURSE_TEST_SECRET" not in seen
-    allowed = set(sandbox.PASSED_VARIABLES) | {"HOME", "COURSE_OFFLINE", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+    allowed = set(confinement.PASSED_VARIABLES) | {"HOME", "COURSE_OFFLINE", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
                                                "MPLBACKEND", "MPLCONFIGDIR", "IPYTHONDIR", "OMP_NUM_THREADS",
                                                "MKL_NUM_THREADS", "http_proxy", "https_proxy", "HTTP_PROXY",
                                                "HTTPS_PROXY", "NBGRADER_EXECUTION", "PYTHONPATH", "PWD",
@@ -312,7 +317,7 @@ def test_the_graders_environment_does_not_reach_the_student(confined):
 def test_writes_outside_the_private_tmp_fail_or_are_capped(confined):
     _, out, _ = confined
     written = _printed(out, "writes_everywhere", "WRITTEN")
-    assert written.pop("/dev/shm") <= sandbox.SANDBOX_SHM_BYTES
+    assert written.pop("/dev/shm") <= SANDBOX_SHM_BYTES
     assert written and all(total == 0 for total in written.values()), written
 
 
@@ -336,10 +341,10 @@ def test_hiding_mounts_are_read_only(tmp_path, monkeypatch):
     (environment / "hidden").mkdir(parents=True)
     (environment / "hidden" / "secret.txt").write_text(MARKER)
     (environment / "visible.txt").write_text("ok\n")
-    real = sandbox.python_environment_paths()
-    monkeypatch.setattr(sandbox, "python_environment_paths", lambda: real + [environment])
+    real = bubblewrap.python_environment_paths()
+    monkeypatch.setattr(bubblewrap, "python_environment_paths", lambda: real + [environment])
     hidden = environment / "hidden"
-    command = sandbox._bwrap_prefix(scratch, [hidden]) + [
+    command = bubblewrap.bwrap_prefix(scratch, [hidden]) + [
         "sh", "-c", f"cat {environment}/visible.txt; ls -A {hidden} | wc -l; echo x > {hidden}/junk && echo WROTE; "
                     f"echo x > /junk && echo WROTE-ROOT; echo x > /tmp/ok && echo TMP-OK"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
@@ -352,7 +357,7 @@ def test_the_runner_log_is_capped(tmp_path):
     log_path = tmp_path / "runner.log"
     limits = Limits(memory_mb=MEMORY_MB)
     with open(log_path, "ab") as log:
-        process = sandbox.start_runner(scratch, limits, [], log)
+        process = confinement.start_runner(scratch, limits, [], log)
     try:
         source = "import os\nfor _ in range(64):\n    os.write(2, b'x' * 2 ** 20)\n"
         process.stdin.write((json.dumps({"id": 1, "op": "run", "source": source}) + "\n").encode())
@@ -360,5 +365,5 @@ def test_the_runner_log_is_capped(tmp_path):
         reply = json.loads(process.stdout.readline())
         assert reply["id"] == 1 and reply["ok"] is True, reply
     finally:
-        sandbox.kill_group(process)
-    assert sandbox.RUNNER_LOG_BYTES <= log_path.stat().st_size <= sandbox.RUNNER_LOG_BYTES + 200
+        processes.kill_group(process)
+    assert RUNNER_LOG_BYTES <= log_path.stat().st_size <= RUNNER_LOG_BYTES + 200

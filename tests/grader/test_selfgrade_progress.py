@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from autograder import conventions, submissions
+from autograder.course import conventions, submissions
 from autograder.selfgrade import available_assignments, read_bundle
-from autograder.selfgrade_progress import course_notebooks, format_progress, progress_rows
+from autograder.selfgrade.progress import course_notebooks, format_progress, progress_rows
 
 pytestmark = pytest.mark.skipif(not available_assignments(), reason="private edition: no self-grading bundles")
 

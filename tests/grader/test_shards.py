@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import conventions, submissions
-from autograder.grading import grade
-from autograder.sandbox import Limits
-from autograder.shards import MARKER, Shard, ShardsIncomplete, merge
+from autograder.course import conventions, submissions
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.batch.shards import MARKER, Shard, ShardsIncomplete, merge
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
 

@@ -15,10 +15,10 @@ import time
 import pytest
 
 import slurm_cluster
-from autograder import conventions
-from autograder.grading import grade
-from autograder.sandbox import Limits
-from autograder.shards import MARKER
+from autograder.course import conventions
+from autograder.batch.grading import grade
+from autograder.sandbox.limits import Limits
+from autograder.batch.shards import MARKER
 from conftest import TEST_SANDBOX
 from test_shards import STUDENTS, _class, _csv, gradebook_scores
 

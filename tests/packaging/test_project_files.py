@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import build as build_module
-from autograder import conventions, setup_cell
+from autograder.course import build as build_module
+from autograder.course import conventions, setup_cell
 from autograder.__main__ import main as autograder_main
 from utils import environment
 
@@ -69,7 +69,7 @@ def test_readme_clone_command_uses_the_configured_repository():
     match = re.search(r"git clone (\S+) && cd (\S+)", _student_block())
     assert match, "README's student quick start must start with `git clone URL && cd FOLDER`"
     assert match.group(1) == setup_cell.REPOSITORY_URL, \
-        f"README clones {match.group(1)}, autograder/setup_cell.py says {setup_cell.REPOSITORY_URL}"
+        f"README clones {match.group(1)}, autograder/course/setup_cell.py says {setup_cell.REPOSITORY_URL}"
     assert match.group(2) == setup_cell.REPOSITORY_URL.rstrip("/").rsplit("/", 1)[-1], "`cd` must enter the cloned folder"
 
 
@@ -269,7 +269,7 @@ def test_the_container_copies_the_mutants_its_demo_needs():
 
 
 def test_the_demo_refuses_to_build_without_mutants(tmp_path, monkeypatch):
-    from autograder import demo
+    from autograder.course import demo
 
     monkeypatch.setattr(conventions, "MUTANTS_DIR", tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="partly wrong"):
@@ -278,7 +278,7 @@ def test_the_demo_refuses_to_build_without_mutants(tmp_path, monkeypatch):
 
 def test_check_command_reports_and_fails_on_a_missed_mutant(monkeypatch, capsys):
     """``python -m autograder check`` prints a line per notebook and exits 1 when a mutant is missed."""
-    from autograder import check
+    from autograder.course import check
 
     caught = check.MutantResult("f", conventions.REPO_ROOT / "f__a.py", "a", ["test_f"])
     missed = check.MutantResult("f", conventions.REPO_ROOT / "f__b.py", "b", [])

@@ -15,11 +15,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder import build as build_module  # noqa: E402
-from autograder import conventions  # noqa: E402
+from autograder.course import build as build_module  # noqa: E402
+from autograder.course import conventions  # noqa: E402
 from autograder.__main__ import main as autograder_main  # noqa: E402
-from autograder.build import build  # noqa: E402
-from autograder.student_work import WorkWouldBeLost, work_in  # noqa: E402
+from autograder.course.build import build  # noqa: E402
+from autograder.course.student_work import WorkWouldBeLost, work_in  # noqa: E402
 from fixture_course import SOLUTION, answer, make_course  # noqa: E402
 
 NB = "fixture.ipynb"

@@ -1,4 +1,4 @@
-"""``autograder.check``'s report, without running a notebook: the lines printed (budget, failures,
+"""``autograder.course.check``'s report, without running a notebook: the lines printed (budget, failures,
 missed mutants), what counts as passing, a mutant caught only when a test failed and its own cell
 ran, and ``main``'s exit codes (with ``run_notebook`` replaced)."""
 
@@ -9,8 +9,8 @@ import types
 import nbformat
 from pathlib import Path
 
-from autograder import check
-from autograder.check import MutantResult, NotebookReport, format_report
+from autograder.course import check
+from autograder.course.check import MutantResult, NotebookReport, format_report
 
 
 def mutant(name, failed, setup_error=""):

@@ -1,4 +1,4 @@
-"""``autograder.course_directory``: nbgrader's configuration for the course's layout, this Python's
+"""``autograder.course.course_directory``: nbgrader's configuration for the course's layout, this Python's
 scripts folder first on PATH (once), and the ``source`` link that refuses to replace anything else."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import course_directory
+from autograder.course import course_directory
 
 
 def test_the_configuration_names_the_course_folders_and_the_gradebook(tmp_path):

@@ -1,4 +1,4 @@
-"""``autograder.cpu_time``: a kernel's cells timed in CPU seconds, a runaway cell interrupted after its CPU
+"""``autograder.sandbox.cpu_time``: a kernel's cells timed in CPU seconds, a runaway cell interrupted after its CPU
 limit (not after a wall-clock time that a busy machine stretches), and the one-thread environment."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from autograder import cpu_time
+from autograder.sandbox import cpu_time
 
 BUSY_UNTIL_INTERRUPTED = ("import signal, sys\n"
                           "signal.signal(signal.SIGINT, lambda *a: sys.exit(3))\n"

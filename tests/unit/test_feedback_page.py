@@ -1,4 +1,4 @@
-"""``autograder.feedback_page``: a feedback page readable without scripts: formulas as text (the LaTeX
+"""``autograder.batch.feedback_page``: a feedback page readable without scripts: formulas as text (the LaTeX
 kept in the title), code and preformatted text left alone, no scripts, summary entries named after
 their exercise."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.feedback_page import PAGE_STYLE, cell_title, latex_to_text, readable_page
+from autograder.batch.feedback_page import PAGE_STYLE, cell_title, latex_to_text, readable_page
 
 
 @pytest.mark.parametrize("latex, text", [

@@ -1,12 +1,12 @@
-"""``autograder.flags.flags_for``: answer code that reaches for the grading machinery is flagged for a
+"""``autograder.batch.flags.flags_for``: answer code that reaches for the grading machinery is flagged for a
 person to read, ordinary answers are not, and code that cannot be scanned says so instead of failing."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograder import flags
-from autograder.flags import flags_for
+from autograder.batch import flags
+from autograder.batch.flags import flags_for
 
 ORDINARY = '''\
 import math

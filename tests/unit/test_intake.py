@@ -1,4 +1,4 @@
-"""Finding and reading submissions (autograder/intake.py), on small folders made here: where each
+"""Finding and reading submissions (autograder/batch/intake.py), on small folders made here: where each
 notebook found goes, and why a file that cannot be graded is refused."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import intake
-from autograder.protocol import Status
+from autograder.batch import folder_names, intake
+from autograder.judge.protocol import Status
 
 
 @dataclass
@@ -149,7 +149,7 @@ def test_a_single_misnamed_notebook_is_graded_in_place_of_the_expected_one(tmp_p
 @pytest.mark.parametrize("name, problem", [("ann", False), ("bad\x1bname", True), ("tab\there", True),
                                            (os.fsdecode(b"\xff"), True), ("émilie", False)])
 def test_name_problem(name, problem):
-    assert bool(intake.name_problem(name)) is problem
+    assert bool(folder_names.name_problem(name)) is problem
 
 
 @pytest.mark.parametrize("name, shown, problem", [
@@ -165,13 +165,13 @@ def test_name_problem(name, problem):
     ("bad\x1bname", "bad\\u001bname", "holds a control character (U+001B)"),
 ])
 def test_names_that_hide_characters_are_refused_with_the_character(name, shown, problem):
-    assert intake.shown_name(name) == shown
-    assert intake.name_problem(name) == f"the folder name '{shown}' {problem}: rename it"
+    assert folder_names.shown_name(name) == shown
+    assert folder_names.name_problem(name) == f"the folder name '{shown}' {problem}: rename it"
 
 
 def test_a_name_with_spaces_inside_or_accents_is_fine_and_shown_as_it_is():
     for name in ("ann lee", "émilie", "e\u0301milie", "李雷"):
-        assert intake.name_problem(name) == "" and intake.shown_name(name) == name
+        assert folder_names.name_problem(name) == "" and folder_names.shown_name(name) == name
 
 
 def test_a_name_in_nfc_and_in_nfd_is_one_student(tmp_path):

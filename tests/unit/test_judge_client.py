@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import judge_client
-from autograder.protocol import ProtocolError, RunnerSpec
-from autograder.sandbox import Limits
+from autograder.judge import client
+from autograder.judge.protocol import ProtocolError, RunnerSpec
+from autograder.sandbox.limits import Limits
 
 
 class FakeJudge:
@@ -31,7 +31,7 @@ class FakeJudge:
 @pytest.fixture
 def fake_judges(monkeypatch):
     FakeJudge.started = []
-    monkeypatch.setattr(judge_client, "start_judge", FakeJudge)
+    monkeypatch.setattr(client, "start_judge", FakeJudge)
     return FakeJudge.started
 
 
@@ -39,7 +39,7 @@ SPEC = RunnerSpec(Limits(cell_timeout_s=30, notebook_timeout_s=600, memory_mb=20
 
 
 def test_one_judge_waits_per_worker_and_the_next_starts_when_one_is_taken(fake_judges):
-    ahead = judge_client.JudgesAhead(SPEC, jobs=3, count=1)
+    ahead = client.JudgesAhead(SPEC, jobs=3, count=1)
     assert len(fake_judges) == 1 and all(j.spec == SPEC for j in fake_judges)
     first = ahead.take()
     assert first is fake_judges[0] and len(fake_judges) == 2, "taking one starts the next job's judge"
@@ -53,14 +53,14 @@ def test_one_judge_waits_per_worker_and_the_next_starts_when_one_is_taken(fake_j
 
 
 def test_never_more_waiting_than_jobs_left(fake_judges):
-    ahead = judge_client.JudgesAhead(SPEC, jobs=2, count=4)
+    ahead = client.JudgesAhead(SPEC, jobs=2, count=4)
     assert len(fake_judges) == 2
     ahead.take()
     assert len(fake_judges) == 2 and len(ahead.waiting) == 1
 
 
 def test_close_stops_the_judges_never_used(fake_judges):
-    ahead = judge_client.JudgesAhead(SPEC, jobs=5, count=2)
+    ahead = client.JudgesAhead(SPEC, jobs=5, count=2)
     taken = ahead.take()
     ahead.close()
     unused = [j for j in fake_judges if j is not taken]
@@ -72,15 +72,15 @@ def test_a_judge_that_cannot_be_started_leaves_the_job_to_start_its_own(monkeypa
     def no_processes(spec):
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(judge_client, "start_judge", no_processes)
-    ahead = judge_client.JudgesAhead(SPEC, jobs=2, count=1)
+    monkeypatch.setattr(client, "start_judge", no_processes)
+    ahead = client.JudgesAhead(SPEC, jobs=2, count=1)
     assert ahead.take() is None and ahead.take() is None
 
 
 def test_discard_ignores_none_and_closes_both_pipes():
-    judge_client.discard(None)
+    client.discard(None)
     judge = FakeJudge(SPEC)
-    judge_client.discard(judge)
+    client.discard(judge)
     assert judge.closed
 
 

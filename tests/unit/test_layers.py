@@ -1,5 +1,7 @@
-"""The grader's layers import only downwards: what runs beside student code (runner, judge) never
-imports the batch or the command line, and module-level imports have no cycles."""
+"""The grader's sides import only one way: the sandbox and the judge (what runs beside student code)
+never import the batch, the course's commands or the command line; the batch never imports the
+course's commands; nothing imports an entry point; and no import, at module level, inside a function
+or for type checking only, closes a cycle."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ import autograder
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 
-# The process that runs student code, and the judge beside it, must not pull in the batch grader
-# (nbgrader, the gradebook, the CSV): a smaller surface, and no path from a test cell to grades.
-STUDENT_SIDE = {"runner", "kernel_agent", "wire", "serving", "protocol", "sandbox"}
-BATCH = {"grading", "gradebook", "intake", "report", "shards", "demo", "__main__", "build", "check", "agreement",
-         "class_report", "class_report_page", "report_figures", "mutant_messages"}
+SIDES = ("course", "judge", "sandbox", "batch", "selfgrade")
+# The course's commands: they drive everything else (build, check, demo, the mutants' agreement).
+COURSE_COMMANDS = {"course.build", "course.check", "course.demo", "course.agreement"}
+ENTRY_POINTS = {"__main__", "judge.__main__"}
+
+
+def _side(module: str, graph: dict) -> set[str]:
+    return {name for name in graph if name == module or name.startswith(module + ".")}
 
 
 def _module_name(path: Path) -> str:
@@ -51,35 +56,77 @@ def _graph(module_level_only: bool) -> dict[str, set[str]]:
 
 def test_the_import_reader_sees_known_edges():
     graph = _graph(module_level_only=True)
-    assert "protocol" in graph["grading"] and "serving" in graph["runner"] and "judge.outputs" in graph["gradebook"]
+    assert "judge.protocol" in graph["batch.grading"] and "judge.serving" in graph["sandbox.runner"]
+    assert "judge.outputs" in graph["batch.gradebook"]
     assert "judge.session" in graph["judge.notebook"]
+    assert "course.conventions" in graph["batch.intake"] and "sandbox.limits" in graph["judge.protocol"]
+    everything = _graph(module_level_only=False)
+    assert "sandbox.memory_watch" in everything["sandbox.confinement"]   # a lazy import inside a function
+    assert "batch.preparation" in everything["batch.gradebook"]          # an import for type checking only
+
+
+def test_every_module_lives_in_a_side():
+    loose = [name for name in _graph(module_level_only=True)
+             if name not in {"__init__", "__main__"} and name.split(".")[0] not in SIDES]
+    assert not loose, f"modules outside the subpackages {SIDES}: {loose}"
+
+
+def _reached(graph: dict[str, set[str]], module: str) -> set[str]:
+    reached, frontier = set(), {module}
+    while frontier:
+        current = frontier.pop()
+        for target in graph.get(current, set()) - reached:
+            reached.add(target)
+            frontier.add(target)
+    return reached
 
 
 def test_what_runs_beside_student_code_never_imports_the_batch():
     graph = _graph(module_level_only=False)   # lazy imports inside functions count too
-    judge = {name for name in graph if name == "judge" or name.startswith("judge.")}
-    for module in STUDENT_SIDE | judge:
-        reached, frontier = set(), {module}
-        while frontier:
-            current = frontier.pop()
-            for target in graph.get(current, set()) - reached:
-                reached.add(target)
-                frontier.add(target)
-        assert not reached & BATCH, f"{module} reaches {sorted(reached & BATCH)}"
+    forbidden = _side("batch", graph) | COURSE_COMMANDS | ENTRY_POINTS
+    for module in _side("sandbox", graph) | _side("judge", graph) | {"selfgrade"}:
+        reached = _reached(graph, module) - {module}
+        assert not reached & forbidden, f"{module} reaches {sorted(reached & forbidden)}"
 
 
-def test_module_level_imports_have_no_cycles():
-    graph = _graph(module_level_only=True)
+def test_the_batch_never_imports_the_course_commands():
+    graph = _graph(module_level_only=False)
+    for module in _side("batch", graph):
+        reached = _reached(graph, module)
+        assert not reached & (COURSE_COMMANDS | ENTRY_POINTS), f"{module} reaches {sorted(reached & COURSE_COMMANDS)}"
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (its modules in order, the first repeated at the end), or None."""
     state: dict[str, str] = {}
 
-    def visit(module: str, path: list[str]) -> None:
+    def visit(module: str, path: list[str]) -> list[str] | None:
         state[module] = "open"
         for target in sorted(graph.get(module, set())):
-            assert state.get(target) != "open", "import cycle: " + " -> ".join(path + [module, target])
+            if state.get(target) == "open":
+                return path[path.index(target):] + [module, target] if target in path else [module, target]
             if target not in state:
-                visit(target, path + [module])
+                found = visit(target, path + [module])
+                if found:
+                    return found
         state[module] = "done"
+        return None
 
     for module in sorted(graph):
         if module not in state:
-            visit(module, [])
+            found = visit(module, [])
+            if found:
+                return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycles_at_all():
+    """Module-level, function-level and type-checking imports together: a cycle among any of them is a
+    tangle of concerns, even where Python would tolerate it."""
+    cycle = _cycle(_graph(module_level_only=False))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)

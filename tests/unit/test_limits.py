@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.__main__ import main as autograder_main
-from autograder.sandbox import MEMORY_FLOOR_MB, Limits
+from autograder.sandbox.limits import MEMORY_FLOOR_MB, Limits
 
 
 def test_defaults_are_valid_and_shown_by_the_command_line(capsys):

@@ -1,4 +1,4 @@
-"""``autograder.memory_watch``: the memory a sandbox holds counts memfds held open and System V segments,
+"""``autograder.sandbox.memory_watch``: the memory a sandbox holds counts memfds held open and System V segments,
 not only resident memory (issue 28), and the batch runs no more notebooks at once than the host's budget
 holds. Fast: this process plays the sandbox."""
 
@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from autograder import memory_watch
-from autograder.memory_watch import SandboxMemory, notebook_bound_mb, workers_within
+from autograder.sandbox import memory_watch
+from autograder.sandbox.memory_watch import SandboxMemory, notebook_bound_mb, workers_within
 
 MB = 2**20
 

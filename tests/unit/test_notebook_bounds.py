@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebook_bounds
+from autograder.batch import notebook_bounds
 from fixture_course import make_course
 
 FILE_BYTES = 24 * 2**20     # under intake.MAX_NOTEBOOK_BYTES
@@ -85,15 +85,16 @@ MEASURE = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     import nbformat
-    from autograder import conventions, grading, intake
+    from autograder.course import conventions
+    from autograder.batch import intake, preparation
     release = nbformat.read(sys.argv[1], as_version=4)
     path = Path(sys.argv[2])
     start, outcome = time.perf_counter(), {}
     try:
         nb, notes = intake.read_submission(path.parent, conventions.Assignment("01_fixture", Path(sys.argv[3])),
                                            release, path)
-        nb, repaired = grading.repair_submission(nb, release)
-        grading.flag_sources(grading._answer_sources(nb, release))
+        nb, repaired = preparation.repair_submission(nb, release)
+        preparation.flag_sources(preparation.answer_sources(nb, release))
         outcome = {"status": "read", "detail": "; ".join(notes + repaired)}
     except intake.Unreadable as problem:
         outcome = {"status": problem.status, "detail": problem.detail}

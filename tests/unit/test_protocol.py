@@ -6,9 +6,9 @@ import csv
 import io
 import json
 
-from autograder import grading, report
-from autograder.protocol import JUDGE_STATUSES, UNREADABLE, Status
-from autograder.conventions import REPO_ROOT
+from autograder.batch import grading, report
+from autograder.judge.protocol import JUDGE_STATUSES, UNREADABLE, Status
+from autograder.course.conventions import REPO_ROOT
 
 
 def test_statuses_are_written_as_their_strings():
@@ -39,9 +39,9 @@ def test_the_judge_statuses_and_the_unreadable_ones_are_disjoint():
 
 import pytest  # noqa: E402
 
-from autograder.protocol import (CellResult, JudgeJob, JudgeResult, ProtocolError, SelfGradeJob,  # noqa: E402
+from autograder.judge.protocol import (CellResult, JudgeJob, JudgeResult, ProtocolError, SelfGradeJob,  # noqa: E402
                                  TestVerdict, seal, sign, unseal, verdicts_from, verdicts_message)
-from autograder.sandbox import Limits  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 
 CELLS = [{"cell_type": "code", "source": "x = 1", "metadata": {}},
          {"cell_type": "code", "source": "assert x == 1", "metadata": {"nbgrader": {"grade": True}}}]

@@ -1,4 +1,4 @@
-"""``autograder.repair`` on damage a student really does, as pure nbformat (no kernel, no nbgrader):
+"""``autograder.batch.repair`` on damage a student really does, as pure nbformat (no kernel, no nbgrader):
 each case states the cells that must come out and the note the grade table shows."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import copy
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.repair import repair
+from autograder.batch.repair import repair
 
 
 def graded(source, gid, **meta):

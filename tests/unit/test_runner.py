@@ -1,4 +1,4 @@
-"""``autograder.runner``, the sandboxed process's own code, without a sandbox: the working folder goes
+"""``autograder.sandbox.runner``, the sandboxed process's own code, without a sandbox: the working folder goes
 last on ``sys.path``, the submission's files are copied to the work folder, a cell's text and figures
 are capped by the protocol's numbers, ``run`` requests run cells and every other op reaches the call
 protocol over the same namespace, and ``main`` answers each request line on the saved standard output."""
@@ -14,8 +14,8 @@ import types
 
 import pytest
 
-from autograder import runner
-from autograder.protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_IMAGE_CHARS
+from autograder.sandbox import runner
+from autograder.judge.protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_IMAGE_CHARS
 
 
 def test_the_working_folder_goes_last_on_sys_path(tmp_path, monkeypatch):

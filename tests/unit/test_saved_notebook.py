@@ -6,7 +6,8 @@ import json
 import sys
 import types
 
-from autograder import saved_notebook, selfgrade
+from autograder import selfgrade
+from autograder.selfgrade import saved_notebook
 
 
 def _cell(source, nbgrader=None, kind="code"):

@@ -1,4 +1,4 @@
-"""``autograder.serving``: the request loop both student-side processes use. One reply per request with
+"""``autograder.judge.serving``: the request loop both student-side processes use. One reply per request with
 its id, lines that are not requests skipped, the ``until`` stop, a reply JSON cannot hold turned into a
 ``TypeError`` reply, and ``TimeLimit`` interrupting a slow answer (and only a request being answered)."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from autograder.serving import UNSENDABLE, TimeLimit, read_request, reply_line, serve
+from autograder.judge.serving import UNSENDABLE, TimeLimit, read_request, reply_line, serve
 
 
 def run(lines, answer, limit=None, **kwargs):

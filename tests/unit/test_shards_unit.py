@@ -1,4 +1,4 @@
-"""``autograder.shards`` without grading: ``--shard I/K`` parsed and refused, every submission in
+"""``autograder.batch.shards`` without grading: ``--shard I/K`` parsed and refused, every submission in
 exactly one shard chosen by SHA-256 (the same on every machine, so pinned here), the finished-shard
 marker, and a merge's checks and its CSV, state and folders (the gradebook merge, which needs
 nbgrader's database, is exercised by tests/grader/test_shards.py)."""
@@ -13,10 +13,11 @@ import warnings
 
 import pytest
 
-from autograder import shards
-from autograder.grading import GRADER_VERSION, STATE_FILE, GradeRow, write_csv
-from autograder.shards import MARKER, MERGED_MARKER, MergeReport, Shard, ShardsIncomplete, merge, read_shards
-from autograder.warnings_log import LOG_NAME, captured
+from autograder.batch import shards
+from autograder.batch.planning import GRADER_VERSION, STATE_FILE
+from autograder.batch.report import GradeRow, write_csv
+from autograder.batch.shards import MARKER, MERGED_MARKER, MergeReport, Shard, ShardsIncomplete, merge, read_shards
+from autograder.batch.warnings_log import LOG_NAME, captured
 
 
 @pytest.mark.parametrize("text, shard", [("0/1", Shard(0, 1)), ("3/4", Shard(3, 4)), (" 2/ 5", Shard(2, 5))])
@@ -181,7 +182,7 @@ def a_gradebook(folder, scores: dict) -> None:
     """An nbgrader gradebook in ``folder`` with one notebook of 3 points and these students' scores."""
     from nbgrader.api import Gradebook
 
-    from autograder.course_directory import put_scripts_on_path
+    from autograder.course.course_directory import put_scripts_on_path
 
     put_scripts_on_path()
     with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gradebook:

@@ -1,4 +1,4 @@
-"""``autograder.stage_times``: seconds summed per stage across calls and threads, and ``snapshot``
+"""``autograder.batch.stage_times``: seconds summed per stage across calls and threads, and ``snapshot``
 returning the totals and starting again from zero."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from autograder import stage_times
+from autograder.batch import stage_times
 
 
 @pytest.fixture(autouse=True)

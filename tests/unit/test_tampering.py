@@ -1,16 +1,16 @@
-"""``autograder.tampering``: the routes by which code in the student's process could replace the runner's
+"""``autograder.batch.tampering``: the routes by which code in the student's process could replace the runner's
 change report are found in the submitted source (issue 28, item 3), and ordinary answers are left alone;
-the grader hands the findings to the judge (``grading._tampering``), which then fails every call whose
+the grader hands the findings to the judge (``preparation._tampering``), which then fails every call whose
 inputs-unchanged check rests on that report."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograder.grading import _tampering, flag_sources
+from autograder.batch.preparation import _tampering, flag_sources
 from autograder.judge.session import Session
-from autograder.sandbox import Limits
-from autograder.tampering import TAMPERING, tampering_for
+from autograder.sandbox.limits import Limits
+from autograder.batch.tampering import TAMPERING, tampering_for
 
 ORDINARY = '''\
 import math
@@ -48,14 +48,14 @@ def test_ordinary_answers_reach_nothing():
 
 
 @pytest.mark.parametrize("source, reason", [
-    ("import autograder.kernel_agent as agent\n", "imports autograder.kernel_agent"),
+    ("import autograder.sandbox.kernel_agent as agent\n", "imports autograder.sandbox.kernel_agent"),
     ("from autograder import kernel_agent\n", "imports autograder"),
     ("import sys\nsys.modules['auto' + 'grader.kernel_agent']\n", "uses sys.modules"),
     ("import sys as s\nm = s.modules.get('x')\n", "uses sys.modules"),
     ("import sys\nsys.modules.update({})\n", "changes sys.modules"),
     ("from sys import modules\n", "imports sys.modules"),
     ("x = 'autograder'\n", "names 'autograder' in a string"),
-    ("import sys\nm = sys.modules['autograder.kernel_agent']\n", "names 'autograder.' in a string"),
+    ("import sys\nm = sys.modules['autograder.sandbox.kernel_agent']\n", "names 'autograder.' in a string"),
     ("x = b'changed_arguments'\n", "names 'changed_arguments' in a string"),
     ("from utils import checks\nchecks.assert_close = None\n", "rebinds checks.assert_close"),
     ("import torch\ntorch.Tensor.__eq__ = None\n", "rebinds torch.Tensor.__eq__"),
@@ -92,10 +92,10 @@ def test_code_the_grader_does_not_read_in_full_is_not_believed_either():
 def test_the_judge_fails_a_checked_call_without_asking_the_runner():
     session = Session.__new__(Session)
     session.limits, session.call_limit, session.trouble = Limits(), None, None
-    session.untrusted_reports = f"{TAMPERING}: imports autograder.kernel_agent"
+    session.untrusted_reports = f"{TAMPERING}: imports autograder.sandbox.kernel_agent"
     with pytest.raises(Exception) as raised:
         session.ask({"op": "call"}, "your double", sent=((), {}))
     assert type(raised.value).__name__ == "CheckFailure"
     assert str(raised.value).startswith(
         "double: the grader cannot check that your code leaves its inputs unchanged (reaches into the grader's "
-        "machinery: imports autograder.kernel_agent), so every check of unchanged inputs fails for this notebook.")
+        "machinery: imports autograder.sandbox.kernel_agent), so every check of unchanged inputs fails for this notebook.")

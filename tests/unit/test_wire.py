@@ -1,4 +1,4 @@
-"""``autograder.wire``, the encoding of values between the judge and the student's process.
+"""``autograder.judge.wire``, the encoding of values between the judge and the student's process.
 
 A round trip (encode, JSON, decode) must give back an equal value of the same type for nested values
 built from every kind the protocol allows (hypothesis draws them), and ``decode`` must refuse every
@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder import wire
+from autograder.judge import wire, wire_decode
 
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "hypothesis-course"))
 
@@ -88,13 +88,13 @@ def same(a, b) -> bool:
 @given(values)
 def test_round_trip_gives_back_an_equal_value_of_the_same_type(value):
     message = json.dumps(wire.encode(value), allow_nan=False)
-    assert same(wire.decode(json.loads(message)), value)
+    assert same(wire_decode.decode(json.loads(message)), value)
 
 
 def test_generators_travel_with_their_state():
     g = torch.Generator().manual_seed(5)
     torch.rand(3, generator=g)
-    copy = wire.decode(json.loads(json.dumps(wire.encode(g))))
+    copy = wire_decode.decode(json.loads(json.dumps(wire.encode(g))))
     assert torch.equal(torch.rand(4, generator=copy), torch.rand(4, generator=g))
 
 
@@ -137,7 +137,7 @@ MALFORMED = [
 @pytest.mark.parametrize("message", MALFORMED, ids=[str(i) for i in range(len(MALFORMED))])
 def test_malformed_values_are_refused(message):
     with pytest.raises(wire.WireError):
-        wire.decode(message)
+        wire_decode.decode(message)
 
 
 def test_depth_and_length_limits():
@@ -145,11 +145,11 @@ def test_depth_and_length_limits():
     for _ in range(wire.MAX_DEPTH + 2):
         deep = [deep]
     with pytest.raises(wire.WireError, match="deeply"):
-        wire.decode(deep)
+        wire_decode.decode(deep)
     with pytest.raises(wire.WireError, match="deeply"):
         wire.encode(deep)
     with pytest.raises(wire.WireError):
-        wire.decode(list(range(wire.MAX_ITEMS + 1)))
+        wire_decode.decode(list(range(wire.MAX_ITEMS + 1)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,12 +159,12 @@ def test_depth_and_length_limits():
 
 def returned_to_the_judge(value):
     """``value`` as a test cell in the judge receives it when the student's function returns it."""
-    from autograder.kernel_agent import Agent
+    from autograder.sandbox.kernel_agent import Agent
 
     reply = Agent({"f": lambda: value}).handle({"op": "call", "target": {"name": "f"}, "args": [],
                                                 "kwargs": {"$": "dict", "items": []}})
     assert reply["ok"] is True, reply
-    return wire.decode(json.loads(json.dumps(reply["value"], allow_nan=False)), lambda ident: wire.Ref(ident))
+    return wire_decode.decode(json.loads(json.dumps(reply["value"], allow_nan=False)), lambda ident: wire.Ref(ident))
 
 
 @pytest.mark.parametrize("value", [np.int64(7), np.int32(-3), np.uint8(255), np.float32(0.1), np.float64(2.5),
@@ -222,7 +222,7 @@ def a_message_from(device: str) -> dict:
 
 
 def test_a_tensor_from_another_device_is_decoded_on_the_cpu_with_its_device_recorded():
-    got = wire.decode(a_message_from("cuda:0"))
+    got = wire_decode.decode(a_message_from("cuda:0"))
     assert got.device.type == "cpu" and wire.device_of(got) == "cuda:0"
     assert torch.equal(got, torch.arange(3.0))
     # Sent on (to another of the student's functions), it still says where it came from.
@@ -231,7 +231,7 @@ def test_a_tensor_from_another_device_is_decoded_on_the_cpu_with_its_device_reco
 
 def test_the_students_side_puts_a_tensor_back_on_its_device_when_it_has_that_device():
     sent = [a_message_from("cuda:0"), {"$": "tuple", "items": [a_message_from("meta")]}]
-    got = wire.decode(sent, restore_devices=True)
+    got = wire_decode.decode(sent, restore_devices=True)
     if torch.cuda.is_available():
         assert got[0].device.type == "cuda"
     else:
@@ -294,7 +294,7 @@ def test_every_check_gives_the_same_verdict_in_the_kernel_and_in_the_judge(value
 def test_a_device_check_fails_in_the_judge_for_a_tensor_that_was_on_another_device():
     from utils import checks
 
-    got = wire.decode(a_message_from("cuda:0"))
+    got = wire_decode.decode(a_message_from("cuda:0"))
     with pytest.raises(AssertionError, match="on cuda:0"):
         checks.assert_tensor(got, name="x", device="cpu")
     with pytest.raises(AssertionError, match="on cuda:0"):

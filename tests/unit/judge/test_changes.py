@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import wire
+from autograder.judge import wire
 from autograder.judge.changes import MAX_CHANGES_READ, changed_inputs
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder import wire
+from autograder.judge import wire
 from autograder.judge.handles import Handle, Probes, StudentCodeError, exception_from
-from autograder.protocol import MAX_ERROR_MESSAGE_CHARS
+from autograder.judge.protocol import MAX_ERROR_MESSAGE_CHARS
 
 
 class FakeSession:

@@ -11,10 +11,11 @@ import types
 
 import pytest
 
-from autograder import sandbox
+from autograder.sandbox import processes
+from autograder.sandbox.limits import Limits
 from autograder.judge import __main__ as entry
 from autograder.judge.session import AttachedSession
-from autograder.protocol import (JudgeJob, JudgeResult, ProtocolError, RunnerSpec, SelfGradeJob, Status, TestVerdict, unseal,
+from autograder.judge.protocol import (JudgeJob, JudgeResult, ProtocolError, RunnerSpec, SelfGradeJob, Status, TestVerdict, unseal,
                                  verdicts_from)
 
 
@@ -49,14 +50,14 @@ class FakeOs:
 
 
 JOB = JudgeJob(cells=[], run_indices=[], answer_cells=[], cell_labels={}, names=[],
-               limits=sandbox.Limits(sandbox="none"))
+               limits=Limits(sandbox="none"))
 
 
 @pytest.fixture
 def batch(monkeypatch):
     fake = FakeOs()
     monkeypatch.setattr(entry, "os", fake)
-    monkeypatch.setattr(sandbox, "become_subreaper", lambda: None)
+    monkeypatch.setattr(processes, "become_subreaper", lambda: None)
     monkeypatch.setattr(sys, "stdin", io.StringIO(JOB.to_message(b"the key").decode()))
     return fake
 

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.sandbox import processes
+from autograder.sandbox.limits import Limits
 from autograder.judge import workspace
 from autograder.judge.notebook import RUNNER_START, RUNNER_STARTED_AHEAD, SETUP_TIMEOUT_S, judge_notebook, section_of
 from autograder.judge.workspace import Workspace
-from autograder.protocol import RunnerSpec
+from autograder.judge.protocol import RunnerSpec
 from autograder.judge.session import CellOutcome
 from autograder.judge.transport import RunnerGone
-from autograder.protocol import CellResult, JudgeJob, Status
+from autograder.judge.protocol import CellResult, JudgeJob, Status
 
 
 def code(source, **nbgrader):
@@ -90,13 +91,13 @@ def fake(monkeypatch):
     FakeSession.instances.clear()
     settings = {}
     monkeypatch.setattr(workspace, "Session", lambda *a: FakeSession(*a, **settings))
-    monkeypatch.setattr(sandbox, "kill_descendants", lambda: None)
+    monkeypatch.setattr(processes, "kill_descendants", lambda: None)
     return settings
 
 
 def job(**changes):
     fields = dict(cells=CELLS, run_indices=[0, 2, 6], answer_cells=[2], cell_labels={"2": "your answer to double"},
-                  names=["double"], limits=sandbox.Limits(cell_timeout_s=9, sandbox="none"), hide=["/secret"])
+                  names=["double"], limits=Limits(cell_timeout_s=9, sandbox="none"), hide=["/secret"])
     fields.update(changes)
     return JudgeJob(**fields)
 
@@ -115,7 +116,7 @@ def test_run_cells_run_in_the_runner_tests_here_and_demos_nowhere(fake):
 
 
 def test_a_long_cell_timeout_also_applies_to_the_set_up_cell(fake):
-    judge_notebook(job(limits=sandbox.Limits(cell_timeout_s=300, sandbox="none")))
+    judge_notebook(job(limits=Limits(cell_timeout_s=300, sandbox="none")))
     assert FakeSession.instances[0].ran[0] == ("import torch", 300)
 
 

@@ -10,13 +10,15 @@ import io
 import pytest
 import torch
 
-from autograder import sandbox, wire
+from autograder.sandbox import confinement, processes
+from autograder.sandbox.limits import Limits
+from autograder.judge import wire
 from autograder.judge import session as session_module
 from autograder.judge.handles import Handle, StudentCodeError
 from autograder.judge.session import (MAX_RESTARTS, NOT_RUN, STARTUP_TIMEOUT_S, AttachedSession, Session,
                                       is_memory_error)
 from autograder.judge.transport import RunnerGone
-from autograder.protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, Status
+from autograder.judge.protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, Status
 from utils import probes
 from utils.checks import CheckFailure
 
@@ -70,21 +72,21 @@ class Runner:
 def runner(monkeypatch):
     scripted = Runner()
     monkeypatch.setattr(session_module, "Connection", scripted.connection)
-    monkeypatch.setattr(sandbox, "start_runner", scripted.start)
-    monkeypatch.setattr(sandbox, "kill_group", scripted.kill)
+    monkeypatch.setattr(confinement, "start_runner", scripted.start)
+    monkeypatch.setattr(processes, "kill_group", scripted.kill)
     return scripted
 
 
 @pytest.fixture
 def session(runner, tmp_path):
-    s = Session(tmp_path, sandbox.Limits(cell_timeout_s=7, sandbox="none"), [], ["double"], tmp_path / "runner.log")
+    s = Session(tmp_path, Limits(cell_timeout_s=7, sandbox="none"), [], ["double"], tmp_path / "runner.log")
     s.start()
     runner.requests.clear()
     return s
 
 
 def test_start_runs_an_empty_cell_within_the_start_up_limit(runner, tmp_path):
-    s = Session(tmp_path, sandbox.Limits(sandbox="none"), [], [], tmp_path / "runner.log")
+    s = Session(tmp_path, Limits(sandbox="none"), [], [], tmp_path / "runner.log")
     s.start()
     assert runner.requests == [({"op": "run", "source": "pass"}, STARTUP_TIMEOUT_S)]
     assert (tmp_path / "runner.log").exists() and s.alive()

@@ -10,10 +10,10 @@ import os
 
 import pytest
 
-from autograder import wire
+from autograder.judge import wire
 from autograder.judge import transport
 from autograder.judge.transport import Connection, RunnerGone
-from autograder.protocol import Status
+from autograder.judge.protocol import Status
 
 
 @pytest.fixture

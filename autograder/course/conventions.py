@@ -1,0 +1,184 @@
+"""The course's notebook conventions, in code (CONTRIBUTING.md describes them in prose).
+
+Where the repository's pieces live, how an exercise's cells are found, and how a solution cell's
+code is turned into what a student would have written. The build, the grader, the demo and the
+test-suite all read notebooks through these functions, so a convention is defined once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS_DIR = REPO_ROOT / "solutions"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+MUTANTS_DIR = REPO_ROOT / "mutants"
+
+DEFAULT_CPU_BUDGET_SECONDS = 60
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
+END_HIDDEN = "### END HIDDEN TESTS"
+MARKERS = (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN)
+
+_ASSIGNMENT_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One numbered assignment folder: ``solutions/NN_slug/slug.ipynb``."""
+
+    name: str
+    source_path: Path
+
+    @property
+    def notebook_name(self) -> str:
+        return self.source_path.stem
+
+    @property
+    def release_path(self) -> Path:
+        return NOTEBOOKS_DIR / self.name / self.source_path.name
+
+    @property
+    def mutants_dir(self) -> Path:
+        return MUTANTS_DIR / self.name
+
+
+def assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[Assignment]:
+    """Every assignment under ``solutions/``, in teaching order."""
+    found = []
+    for folder in sorted(p for p in solutions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if not _ASSIGNMENT_NAME.match(folder.name):
+            raise ValueError(f"{folder}: assignment folders are named NN_slug (e.g. 01_next_token)")
+        notebooks = sorted(folder.glob("*.ipynb"))
+        if len(notebooks) != 1:
+            raise ValueError(f"{folder}: expected exactly one notebook, found {[n.name for n in notebooks]}")
+        found.append(Assignment(folder.name, notebooks[0]))
+    return found
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def is_solution_cell(cell) -> bool:
+    return cell.cell_type == "code" and bool(nbgrader_meta(cell).get("solution")) and not nbgrader_meta(cell).get("grade")
+
+
+def is_graded_cell(cell) -> bool:
+    return bool(nbgrader_meta(cell).get("grade"))
+
+
+def cpu_budget_seconds(nb) -> float:
+    return float(nb.metadata.get("course", {}).get("cpu_budget_seconds", DEFAULT_CPU_BUDGET_SECONDS))
+
+
+@dataclass
+class Exercise:
+    """A solution cell and the indices of its test cells in the notebook.
+
+    ``hidden_index`` is the core hidden cell ``test_<name>_hidden``; ``hidden_part_indices`` are the
+    further hidden cells ``test_<name>_hidden_<part>`` (edge clauses, errors raised, ...) that carry
+    their own points, so partial credit follows what is right.
+    """
+
+    name: str
+    solution_index: int
+    visible_index: int | None = None
+    hidden_index: int | None = None
+    hidden_part_indices: list[int] = field(default_factory=list)
+    test_indices: list[int] = field(default_factory=list)
+
+    @property
+    def hidden_indices(self) -> list[int]:
+        """Every hidden test cell of the exercise, the core one first."""
+        return ([self.hidden_index] if self.hidden_index is not None else []) + self.hidden_part_indices
+
+
+def exercises(nb) -> list[Exercise]:
+    """The exercises of a source notebook, in order, with their test cells.
+
+    The tests of exercise ``x`` are the graded cells ``test_x`` (visible), ``test_x_hidden`` (the
+    core hidden tests) and any ``test_x_hidden_<part>`` (hidden tests of one clause, scored
+    separately), which come after the solution cell ``x`` and before the next solution cell.
+    """
+    found: list[Exercise] = []
+    for index, cell in enumerate(nb.cells):
+        if is_solution_cell(cell):
+            found.append(Exercise(grade_id(cell), index))
+        elif is_graded_cell(cell) and found:
+            current = found[-1]
+            gid = grade_id(cell)
+            if gid == f"test_{current.name}":
+                current.visible_index = index
+            elif gid == f"test_{current.name}_hidden":
+                current.hidden_index = index
+            elif gid.startswith(f"test_{current.name}_hidden_"):
+                current.hidden_part_indices.append(index)
+            else:
+                continue
+            current.test_indices.append(index)
+    return found
+
+
+def exercise_names(nb) -> list[str]:
+    """The names a notebook's solution cells define at top level (functions, classes, variables).
+
+    In the judge, these are the names a test cell may use from the notebook: each becomes a handle
+    to the student's object of that name.
+    """
+    import ast
+
+    names: list[str] = []
+    for cell in nb.cells:
+        if not is_solution_cell(cell):
+            continue
+        try:
+            tree = ast.parse(strip_solution_markers(cell.source))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.extend(t.id for t in targets if isinstance(t, ast.Name))
+    return list(dict.fromkeys(names))
+
+
+def strip_solution_markers(source: str) -> str:
+    """The code a student who solved the exercise would have: the solution without marker lines."""
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION))
+
+
+def read_notebook(path: Path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def mutant_files(assignment: Assignment) -> dict[str, list[Path]]:
+    """Mutant files of an assignment, grouped by exercise (``<exercise>__<mistake>.py``)."""
+    grouped: dict[str, list[Path]] = {}
+    if assignment.mutants_dir.is_dir():
+        for path in sorted(assignment.mutants_dir.glob("*.py")):
+            exercise, sep, _ = path.stem.partition("__")
+            if not sep:
+                raise ValueError(f"{path}: mutant files are named <exercise>__<mistake>.py")
+            grouped.setdefault(exercise, []).append(path)
+    return grouped
+
+
+def mutant_description(path: Path) -> str:
+    """The mutant's one-line docstring (what mistake it makes)."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    return (doc or path.stem).strip().splitlines()[0]

@@ -1,0 +1,255 @@
+"""The student-side half of the judge's protocol: answer requests against a namespace.
+
+This code runs where the student's code runs (the sandboxed runner, or a self-study student's own
+kernel), so the judge trusts nothing it says: whatever comes back is only "what the student's code
+returned", checked and compared in the judge. It holds the objects that cannot travel by value (a
+module the test constructed, an iterator) under numbered references.
+
+Requests (already JSON-decoded):
+
+* ``{"op": "call", "target": T, "args": [...], "kwargs": {...}, "may_mutate": false}``: call a name or a
+  reference. Unless ``may_mutate`` is true, the by-value arguments (tensors, arrays, lists, tuples,
+  dicts, nested) are compared afterwards with what arrived, and the reply lists each one that changed
+  (``"changed"``: its position or keyword, its parameter name, the path inside it, its value now);
+  the judge compares that with what it sent and decides. References and generators are exempt;
+* ``{"op": "getattr", "target": T, "name": "training"}``;
+* ``{"op": "probe", "kind": "gradients", "target": T, "args": [...], "kwargs": {...}, "extra": {...}}``:
+  run the kernel-side half of a ``utils.probes`` probe;
+* ``{"op": "release", "ids": [3, 4]}``.
+
+``T`` is ``{"name": "cross_entropy"}`` (a name in the namespace) or ``{"ref": 7}``. Replies:
+``{"ok": true, "value": <encoded>}`` or ``{"ok": false, "error": {"type", "message", "where"}}``.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import traceback
+
+from ..judge import wire, wire_decode
+from ..judge.protocol import MAX_ERROR_MESSAGE_CHARS
+
+MAX_REFS = 10_000
+
+
+class Agent:
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+        self.refs: dict[int, object] = {}
+        self.next_id = 1
+
+    # -- references ----------------------------------------------------------------------------
+    def remember(self, obj) -> int:
+        if len(self.refs) >= MAX_REFS:
+            raise RuntimeError("too many live objects held for the judge")
+        ident = self.next_id
+        self.next_id += 1
+        self.refs[ident] = obj
+        return ident
+
+    def resolve(self, ident: int):
+        if ident not in self.refs:
+            raise KeyError(f"no object {ident} (released, or the kernel restarted)")
+        return self.refs[ident]
+
+    def target(self, spec):
+        if type(spec) is not dict:
+            raise TypeError("bad target")
+        if "literal" in spec:
+            if type(spec["literal"]) is not str:
+                raise TypeError("bad target")
+            return spec["literal"]
+        if "name" in spec:
+            name = spec["name"]
+            if type(name) is not str:
+                raise TypeError("bad target name")
+            if name not in self.namespace:
+                raise NameError(f"name {name!r} is not defined in your notebook (did the cell that defines it run "
+                                "without errors?)")
+            return self.namespace[name]
+        return self.resolve(spec.get("ref"))
+
+    def value(self, encoded):
+        return wire_decode.decode(encoded, self.resolve, resolve_global=self._global, restore_devices=True)
+
+    def _global(self, name: str):
+        return self.target({"name": name})
+
+    # -- requests ------------------------------------------------------------------------------
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
+        try:
+            if op == "release":
+                for ident in request.get("ids", []):
+                    self.refs.pop(ident, None)
+                return {"ok": True, "value": None}
+            target = self.target(request.get("target"))
+            if op == "getattr":
+                name = request.get("name")
+                if type(name) is not str or name.startswith("__"):
+                    raise AttributeError(f"cannot read attribute {name!r}")
+                result = getattr(target, name)
+            elif op == "call":
+                sent_args = request.get("args", [])
+                sent_kwargs = request.get("kwargs", {"$": "dict", "items": []})
+                args = self.value(sent_args)
+                kwargs = self.value(sent_kwargs)
+                result = _quietly(target, args, kwargs)
+                if request.get("may_mutate") is not True:
+                    changed = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
+                    if changed:
+                        return {"ok": True, "value": wire.encode(result, self.remember), "changed": changed}
+            elif op == "probe":
+                from utils import probes
+
+                kind = request.get("kind")
+                if kind not in probes.KERNEL_SIDE:
+                    raise ValueError(f"unknown probe {kind!r}")
+                args = self.value(request.get("args", []))
+                kwargs = self.value(request.get("kwargs", {"$": "dict", "items": []}))
+                extra = self.value(request.get("extra", {"$": "dict", "items": []}))
+                result = _quietly(probes.KERNEL_SIDE[kind], (target, tuple(args), kwargs), extra)
+            else:
+                raise ValueError(f"unknown request {op!r}")
+            return {"ok": True, "value": wire.encode(result, self.remember)}
+        except BaseException as error:  # noqa: BLE001 - every failure of student code is an answer
+            return {"ok": False, "error": describe_error(error)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Arguments changed by a call: the facts, for the judge to weigh (``autograder.judge``)
+
+MAX_CHANGES = 20
+_EXEMPT_TAGS = ("ref", "global", "generator")
+
+
+def changed_arguments(target, sent_args, sent_kwargs, args, kwargs) -> list[dict]:
+    """Each by-value argument (or part of one) that differs, after the call, from what was sent.
+
+    ``sent_*`` are the arguments as they arrived on the wire; ``args``/``kwargs`` the objects the call
+    received. Comparing an argument with its wire form costs one encoding of it (no extra copy is
+    kept before the call). References (a model) and generators are exempt: their state changing is
+    normal. Each change: ``{"arg": position or keyword, "name": parameter name or None, "path": [index
+    of the item or dict entry, ...], "after": the changed part's value now (encoded; None when it
+    cannot be sent)}``.
+    """
+    found: list[dict] = []
+    if type(sent_args) is list and len(sent_args) == len(args):
+        for position, (sent, live) in enumerate(zip(sent_args, args)):
+            _diff(sent, live, [], found, position)
+    if type(sent_kwargs) is dict and type(sent_kwargs.get("items")) is list:
+        for pair in sent_kwargs["items"]:
+            if type(pair) is list and len(pair) == 2 and type(pair[0]) is str and pair[0] in kwargs:
+                _diff(pair[1], kwargs[pair[0]], [], found, pair[0])
+    if found:
+        names = _parameter_names(target, len(args), kwargs)
+        for change in found:
+            change["name"] = names.get(change["arg"]) if type(change["arg"]) is int else change["arg"]
+    return found[:MAX_CHANGES]
+
+
+def _diff(sent, live, path: list, found: list, arg) -> None:
+    """Append to ``found`` each part of ``live`` that differs from its wire form ``sent``: a container
+    that kept its shape is compared item by item, anything else as a whole."""
+    if len(found) >= MAX_CHANGES:
+        return
+    tag = sent.get("$") if type(sent) is dict else None
+    if tag in _EXEMPT_TAGS:
+        return
+    parts = _matching_parts(sent, live, tag)
+    if parts is _UNREADABLE_KEYS:
+        return
+    if parts is not None:
+        for index, (s, v) in enumerate(parts):
+            _diff(s, v, path + [index], found, arg)
+        return
+    if not _is_container(sent, tag) and _same_encoding(sent, live):
+        return
+    try:
+        after = wire.encode(live)
+    except (wire.WireError, RecursionError, TypeError, ValueError, RuntimeError):
+        after = None
+    found.append({"arg": arg, "path": path, "after": after})
+
+
+_UNREADABLE_KEYS = object()   # a sent dict whose keys do not decode: nothing to compare it with
+
+
+def _is_container(sent, tag) -> bool:
+    """A list, tuple or dict as sent (one that changed shape is reported whole, without encoding it again)."""
+    return type(sent) is list or (tag in ("tuple", "dict") and type(sent.get("items")) is list)
+
+
+def _matching_parts(sent, live, tag):
+    """(sent item, live item) pairs, in order, when ``sent`` is a container and ``live`` still has its
+    shape (same type, length and dict keys); else None, or ``_UNREADABLE_KEYS``."""
+    if type(sent) is list:
+        if type(live) is list and len(live) == len(sent):
+            return zip(sent, live)
+    elif tag == "tuple" and type(sent.get("items")) is list:
+        items = sent["items"]
+        if isinstance(live, tuple) and len(live) == len(items):
+            return zip(items, live)
+    elif tag == "dict" and type(sent.get("items")) is list:
+        return _matching_dict_parts(sent["items"], live)
+    return None
+
+
+def _matching_dict_parts(pairs: list, live):
+    try:
+        keys = [wire_decode.decode(pair[0]) for pair in pairs]
+    except (wire.WireError, TypeError, IndexError, RecursionError):
+        return _UNREADABLE_KEYS
+    if isinstance(live, dict) and list(live.keys()) == keys:
+        return ((pair[1], live[key]) for pair, key in zip(pairs, keys))
+    return None
+
+
+def _same_encoding(sent, live) -> bool:
+    try:
+        return wire.encode(live) == sent
+    except (wire.WireError, RecursionError, TypeError, ValueError, RuntimeError):
+        return False
+
+
+def _parameter_names(target, count: int, kwargs: dict) -> dict:
+    """Position -> parameter name, from the callable's signature (best effort)."""
+    import inspect
+
+    try:
+        bound = inspect.signature(target).bind_partial(*range(count), **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    names = {}
+    for name, value in bound.arguments.items():
+        if type(value) is int and name not in kwargs:
+            names[value] = name
+        elif type(value) is tuple:  # *args
+            for offset, position in enumerate(value):
+                if type(position) is int:
+                    names[position] = f"{name}[{offset}]"
+    return names
+
+
+def _quietly(function, args, kwargs):
+    """Call with the student's prints sent nowhere (a test's output is the judge's to write)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = io.StringIO()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def describe_error(error: BaseException) -> dict:
+    """The type, message and the innermost frames of an exception, as short plain strings."""
+    frames = traceback.extract_tb(error.__traceback__)[-3:]
+    where = [f"line {f.lineno} in {f.name}: {(f.line or '').strip()}"[:200] for f in frames
+             if "autograder" not in (f.filename or "") and "utils/probes" not in (f.filename or "")]
+    name = type(error).__name__
+    try:
+        message = str(error)
+    except Exception:  # noqa: BLE001 - a student exception whose __str__ fails
+        message = "<message could not be read>"
+    return {"type": name[:100], "message": message[:MAX_ERROR_MESSAGE_CHARS], "where": where}
