@@ -144,7 +144,7 @@ def grade_this_notebook(assignment_name: str) -> None:
     their cells ran in this kernel (``saved_notebook``); where the notebook cannot be found, from
     this kernel as it is now, and the first line says which. Returns None, so the cell shows the
     table only (no ``Out[..]`` echo of the total)."""
-    from . import saved_notebook
+    from .saved_notebook import grade_in_fresh_python, locate, unsaved_answers
 
     bundle = read_bundle(assignment_name)
     if bundle is None:
@@ -156,13 +156,13 @@ def grade_this_notebook(assignment_name: str) -> None:
             print("Self-grading is switched off in this edition of the course (your instructor grades your work).")
         return None
     namespace = _kernel_namespace()
-    saved = saved_notebook.locate(namespace)
+    saved = locate(namespace)
     if saved is None:
         print("Grading the answers this kernel holds now (this notebook's file could not be found from here): "
               "run every cell above first.\n")
         return grade_kernel_answers(assignment_name)
-    print(_source_line(saved, saved_notebook.unsaved_answers(saved.content, list(namespace.get("In", [])))))
-    print(saved_notebook.grade_in_fresh_python(saved, assignment_name, is_self_grading_source))
+    print(_source_line(saved, unsaved_answers(saved.content, list(namespace.get("In", [])))))
+    print(grade_in_fresh_python(saved, assignment_name, is_self_grading_source))
     return None
 
 
