@@ -198,19 +198,20 @@ def _num_parameters_here(module) -> int:
 
 @contextmanager
 def time_limit(seconds: float, what: str = "this call"):
-    """Calls inside must finish within ``seconds``. At grading time an overrunning call is stopped
-    and fails; here (your own kernel) the block is timed and fails afterwards if it took too long."""
+    """Calls inside must finish within ``seconds`` of CPU time (a busy machine does not stretch it). At
+    grading time an overrunning call is stopped and fails; here (your own kernel) the block is timed and
+    fails afterwards if it took too long."""
     if not _is_local():
         with _judge.time_limit(seconds, what):
             yield
         return
-    start = time.perf_counter()
+    start = time.process_time()
     yield
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     if elapsed > seconds:
         from .checks import CheckFailure
 
-        raise CheckFailure(f"{what}: took {elapsed:.1f} s; the limit at grading time is {seconds:g} s.\n"
+        raise CheckFailure(f"{what}: took {elapsed:.2f} CPU seconds; the limit at grading time is {seconds:g} s.\n"
                            "Hint: look for work repeated inside a loop (recounting everything on every step).")
 
 

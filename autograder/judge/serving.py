@@ -4,8 +4,10 @@ Two processes answer the judge: the sandboxed runner (``autograder.sandbox.runne
 student's own kernel while it grades itself (``autograder.selfgrade``). Both use ``serve``: one JSON
 request per line in, one JSON reply per line out, each reply carrying its request's ``id``. A request's
 ``limit`` (seconds) is enforced here with ``SIGALRM``: the code running when it fires gets a
-``KeyboardInterrupt``, which the answer reports like any other error. The judge keeps its own clock
-too and kills a runner that does not come back (``autograder.judge.transport``).
+``KeyboardInterrupt``, which the answer reports like any other error. A request with ``"clock": "cpu"``
+(a test's ``probes.time_limit``: a speed requirement) is limited in this process's CPU seconds instead
+(``SIGPROF``), which a busy machine does not stretch. The judge keeps its own clock too and kills a
+runner that does not come back (``autograder.judge.transport``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class TimeLimit:
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        for signum in (signal.SIGALRM, signal.SIGINT) if self.on_sigint else (signal.SIGALRM,):
+        for signum in (signal.SIGALRM, signal.SIGPROF) + ((signal.SIGINT,) if self.on_sigint else ()):
             self._previous[signum] = signal.signal(signum, self._interrupt)
         self.installed = True
 
@@ -52,16 +54,18 @@ class TimeLimit:
         self._previous, self.installed = {}, False
 
     @contextlib.contextmanager
-    def applied(self, limit):
+    def applied(self, limit, *, cpu: bool = False):
+        """``limit`` wall-clock seconds, or with ``cpu`` this process's CPU seconds (``ITIMER_PROF``)."""
         self.busy = True
         timed = self.installed and isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit > 0
+        timer = signal.ITIMER_PROF if cpu else signal.ITIMER_REAL
         if timed:
-            signal.setitimer(signal.ITIMER_REAL, float(limit))
+            signal.setitimer(timer, float(limit))
         try:
             yield
         finally:
             if timed:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(timer, 0)
             self.busy = False
 
 
@@ -96,7 +100,7 @@ def serve(lines: Iterable, write: Callable[[str], None], answer: Callable[[dict]
             continue
         if until is not None and request.get("op") == until:
             return request
-        with limit.applied(request.get("limit")):
+        with limit.applied(request.get("limit"), cpu=request.get("clock") == "cpu"):
             reply = answer(request)
         write(reply_line(reply, request.get("id")) + "\n")
     return None

@@ -144,6 +144,8 @@ class Session:
         """Send a call, return its value; raise what the student's code raised, or the test's failure
         (a timeout, an argument changed in place)."""
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
+        if self.call_limit is not None:     # a test's speed requirement: the runner's CPU seconds (serving.py)
+            message = dict(message, clock="cpu")
         if sent is not None and self.untrusted_reports:
             raise _check_failure(untrusted_message(label, self.untrusted_reports))
         reply = self._request(message, limit, what)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
+
+import pytest
 
 from autograder.course import conventions
 from autograder import selfgrade
@@ -11,11 +14,19 @@ from autograder.course.build import build
 STUDENT_FACING = [conventions.NOTEBOOKS_DIR, conventions.REPO_ROOT / "utils", conventions.REPO_ROOT / "autograder"]
 
 
-def test_notebooks_are_current(tmp_path):
-    built = tmp_path / "notebooks"
-    build(conventions.SOLUTIONS_DIR, built, tidy_sources=False, bundle_dir=tmp_path / "selfgrade")
+@pytest.fixture(scope="module")
+def first_build(tmp_path_factory):
+    """One build of the whole course into an empty folder (notebooks/ and selfgrade/), for both tests
+    below: each build of every notebook and bundle takes seconds (issue 35)."""
+    root = tmp_path_factory.mktemp("first_build")
+    build(conventions.SOLUTIONS_DIR, root / "notebooks", tidy_sources=False, bundle_dir=root / "selfgrade")
+    return root
+
+
+def test_notebooks_are_current(first_build):
+    built = first_build / "notebooks"
     expected = {p.relative_to(built): p.read_text(encoding="utf-8") for p in built.rglob("*") if p.is_file()}
-    bundles = {p.name: p.read_text() for p in (tmp_path / "selfgrade").iterdir()}
+    bundles = {p.name: p.read_text() for p in (first_build / "selfgrade").iterdir()}
     shipped = {p.name: p.read_text() for p in selfgrade.BUNDLE_DIR.glob("*.bin")}
     assert bundles == shipped, ("the self-grading bundles in autograder/selfgrade are out of date; "
                                 "run `python -m autograder build` and commit the result")
@@ -28,9 +39,9 @@ def test_notebooks_are_current(tmp_path):
         "run `python -m autograder build` and commit the result")
 
 
-def test_build_twice_changes_nothing(tmp_path):
+def test_build_twice_changes_nothing(first_build, tmp_path):
+    shutil.copytree(first_build, tmp_path, dirs_exist_ok=True)     # the second build works on a copy
     built = tmp_path / "notebooks"
-    build(conventions.SOLUTIONS_DIR, built, tidy_sources=False, bundle_dir=tmp_path / "selfgrade")
     assert build(conventions.SOLUTIONS_DIR, built, tidy_sources=False, bundle_dir=tmp_path / "selfgrade") == []
 
 

@@ -287,10 +287,11 @@ def test_a_rerun_after_odd_names_gives_the_same_rows(batch):
 # Layout mistakes that stop before anything is written (fast: no grading)
 
 
-@pytest.fixture
-def course(tmp_path):
-    root = tmp_path / "course"
-    root.mkdir()
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    # One fixture course for the layout tests (each nbgrader build takes seconds): they only read it,
+    # and grade stops before writing anything.
+    root = tmp_path_factory.mktemp("course")
     return make_course(root), root
 
 

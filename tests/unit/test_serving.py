@@ -68,11 +68,12 @@ def test_read_request_accepts_only_objects():
 @pytest.fixture
 def installed():
     limit = TimeLimit("stopped by the test's limit", on_sigint=True)
-    previous = {s: signal.getsignal(s) for s in (signal.SIGALRM, signal.SIGINT)}
+    previous = {s: signal.getsignal(s) for s in (signal.SIGALRM, signal.SIGPROF, signal.SIGINT)}
     limit.install()
     yield limit
     limit.uninstall()
     signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_PROF, 0)
     assert {s: signal.getsignal(s) for s in previous} == previous
 
 
@@ -91,6 +92,26 @@ def test_a_slow_answer_is_interrupted_at_its_limit_and_the_next_request_still_an
     assert replies == [{"ok": False, "error": "stopped by the test's limit", "id": 1}, {"ok": True, "id": 2}]
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)   # no alarm left running between requests
     assert installed.busy is False
+
+
+def test_a_cpu_clock_limit_counts_this_processs_cpu_seconds_not_the_clock(installed):
+    # A test's probes.time_limit: a sleeping answer (no CPU) outlives its limit, a spinning one is stopped,
+    # however busy the machine is.
+    def answer(request):
+        try:
+            if request["work"] == "sleep":
+                time.sleep(0.3)
+            else:
+                while True:
+                    pass
+            return {"ok": True}
+        except KeyboardInterrupt as interrupt:
+            return {"ok": False, "error": str(interrupt)}
+
+    replies, _, _ = run(['{"id": 1, "work": "sleep", "limit": 0.1, "clock": "cpu"}',
+                         '{"id": 2, "work": "spin", "limit": 0.1, "clock": "cpu"}'], answer, installed)
+    assert replies == [{"ok": True, "id": 1}, {"ok": False, "error": "stopped by the test's limit", "id": 2}]
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) == signal.getitimer(signal.ITIMER_REAL)
 
 
 @pytest.mark.parametrize("limit", [None, 0, -1, True, "5"])

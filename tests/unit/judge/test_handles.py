@@ -3,12 +3,16 @@ attribute reads, probes), what cannot be done with them, and the exceptions that
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
 from autograder.judge import wire
 from autograder.judge.handles import Handle, Probes, StudentCodeError, exception_from
 from autograder.judge.protocol import MAX_ERROR_MESSAGE_CHARS
+from utils import probes as student_probes
+from utils.checks import CheckFailure
 
 
 class FakeSession:
@@ -94,6 +98,17 @@ def test_a_tests_time_limit_applies_inside_the_block_only():
         with probes.time_limit(1, "x"):
             1 / 0
     assert session.call_limit == (5.0, "outer")
+
+
+def test_in_the_students_kernel_a_time_limit_counts_cpu_seconds_not_the_clock(monkeypatch):
+    monkeypatch.setattr(student_probes, "_judge", None)
+    with student_probes.time_limit(0.05, "sleeping"):
+        time.sleep(0.2)                 # no CPU: within the limit, however long the clock (or the load) says
+    with pytest.raises(CheckFailure, match=r"^spinning: took 0\.\d+ CPU seconds; the limit at grading time is 0.05 s"):
+        with student_probes.time_limit(0.05, "spinning"):
+            end = time.process_time() + 0.1
+            while time.process_time() < end:
+                pass
 
 
 def test_a_builtin_exception_comes_back_as_its_own_type_with_where_it_was_raised():

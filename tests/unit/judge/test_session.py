@@ -176,6 +176,7 @@ def test_a_call_returns_the_decoded_value_and_objects_as_handles(runner, session
     model = session.ask({"op": "call"}, "your Model")
     assert isinstance(model, Handle) and model.id == 4 and repr(model) == "<object from your Model>"
     assert [limit for _, limit in runner.requests] == [7.0, 7.0]
+    assert all("clock" not in message for message, _ in runner.requests)   # the cell's limit: the clock
 
 
 def test_a_call_past_its_limit_fails_the_test_with_the_tests_own_words(runner, session):
@@ -184,6 +185,7 @@ def test_a_call_past_its_limit_fails_the_test_with_the_tests_own_words(runner, s
     with pytest.raises(CheckFailure, match=r"^train_bpe on a 50 KB corpus: did not finish within 20 s, so the grader stopped it.\nHint:"):
         session.ask({"op": "call"}, "your train_bpe")
     assert session.trouble == Status.TIMEOUT and runner.requests[0][1] == 20.0
+    assert runner.requests[0][0]["clock"] == "cpu"     # a test's time limit is in the runner's CPU seconds
 
 
 def test_a_runner_that_does_not_come_back_is_restarted_and_the_call_fails_as_a_timeout(runner, session):
