@@ -4,11 +4,12 @@ on each mutant, passes or fails alike in the student's kernel and in the judge (
 A disagreement means a student sees a visible test pass and still loses its points, or the other way round:
 a value whose type changed on the wire, a device lost, a test cell that reads a notebook variable.
 
-Known disagreements, listed one by one: a mutant that modifies its argument in place fails in the judge
-(which checks every call's by-value arguments) but passes the visible test in the kernel, where a plain
-call cannot see it (CONTRIBUTING.md, "How test cells run", 5). Each is fixed by that visible test calling
-the exercise through ``probes.traced_call`` and checking the arguments; then its line must go (a listed
-pair that agrees, or that no longer disagrees for this reason, fails this test).
+Known disagreements would be listed one by one below; there are none. The one kind there was: a mutant
+that modifies its argument in place fails in the judge (which checks every call's by-value arguments) but
+passed the visible test in the kernel, where a plain call cannot see it (CONTRIBUTING.md, "How test cells
+run", 5). Every exercise with such a mutant now has its visible test call it once through
+``probes.traced_call`` on fresh inputs and check the arguments afterwards. A listed pair that agrees, or
+that no longer disagrees for this reason, fails this test.
 """
 
 from __future__ import annotations
