@@ -45,8 +45,9 @@ class Assignment:
         return NOTEBOOKS_DIR / self.name / self.source_path.name
 
     @property
-    def mutants_dir(self) -> Path:
-        return MUTANTS_DIR / self.name
+    def mutants_path(self) -> Path:
+        """The assignment's mutants: named edits of its solution cells (``autograder/mutant_edits.py``)."""
+        return MUTANTS_DIR / f"{self.name}.toml"
 
 
 def assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[Assignment]:
@@ -162,23 +163,3 @@ def strip_solution_markers(source: str) -> str:
 
 def read_notebook(path: Path):
     return nbformat.read(str(path), as_version=4)
-
-
-def mutant_files(assignment: Assignment) -> dict[str, list[Path]]:
-    """Mutant files of an assignment, grouped by exercise (``<exercise>__<mistake>.py``)."""
-    grouped: dict[str, list[Path]] = {}
-    if assignment.mutants_dir.is_dir():
-        for path in sorted(assignment.mutants_dir.glob("*.py")):
-            exercise, sep, _ = path.stem.partition("__")
-            if not sep:
-                raise ValueError(f"{path}: mutant files are named <exercise>__<mistake>.py")
-            grouped.setdefault(exercise, []).append(path)
-    return grouped
-
-
-def mutant_description(path: Path) -> str:
-    """The mutant's one-line docstring (what mistake it makes)."""
-    import ast
-
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-    return (doc or path.stem).strip().splitlines()[0]

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import conventions, submissions
+from . import conventions, mutant_edits, submissions
 from .build import build
 from .grading import grade
 from .report import format_table, self_grading_bundles, summary_warnings
@@ -48,9 +48,10 @@ def _samples_of(assignment, folder: Path, release: Path) -> None:
     submissions.write(submissions.filled_in(assignment, release_path=release), folder / "alice_correct" / assignment.name / name)
 
     mistakes = {}
-    for index, (exercise, paths) in enumerate(sorted(conventions.mutant_files(assignment).items())):
+    source = conventions.read_notebook(assignment.source_path)
+    for index, (exercise, mutants) in enumerate(sorted(mutant_edits.assignment_mutants(assignment, source).items())):
         if index % 2 == 0:
-            mistakes[exercise] = paths[0].read_text(encoding="utf-8")
+            mistakes[exercise] = mutants[0].code
     if not mistakes:
         raise FileNotFoundError(f"no mutants for {assignment.name} under {conventions.MUTANTS_DIR}: the 'partly wrong' "
                                 "sample would be all correct (the container must copy mutants/)")

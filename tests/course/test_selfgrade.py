@@ -14,7 +14,7 @@ import shutil
 import pytest
 from nbclient import NotebookClient
 
-from autograder import conventions, selfgrade, submissions
+from autograder import conventions, mutant_edits, selfgrade, submissions
 from autograder.build import build
 from autograder.grading import grade
 from autograder.sandbox import Limits, bwrap_available
@@ -26,8 +26,8 @@ FIRST = conventions.assignments()[0]
 
 
 def _samples(assignment):
-    mistakes = {exercise: paths[0].read_text(encoding="utf-8")
-                for index, (exercise, paths) in enumerate(sorted(conventions.mutant_files(assignment).items()))
+    mutants = mutant_edits.assignment_mutants(assignment, conventions.read_notebook(assignment.source_path))
+    mistakes = {exercise: group[0].code for index, (exercise, group) in enumerate(sorted(mutants.items()))
                 if index % 2 == 0}
     untouched = conventions.read_notebook(assignment.release_path)
     return {"correct": submissions.filled_in(assignment), "partial": submissions.filled_in(assignment, mistakes),

@@ -21,15 +21,15 @@ pytestmark = pytest.mark.slow
 
 IN_PLACE = "modified its argument"
 KNOWN_IN_PLACE_ONLY_IN_THE_JUDGE = {
-    "01_next_token": {"log_softmax__shifts_in_place.py"},
-    "03_attention": {"scaled_dot_product_attention__scales_q_in_place.py", "left_padded_causal_mask__lengths_in_place.py"},
-    "04_scaling": {"attention_entropy__clamps_in_place.py", "softmax_jacobian__unsqueezes_in_place.py"},
-    "06_positions": {"apply_rope__rotates_in_place.py"},
-    "07_block": {"LayerNorm__centres_in_place.py"},
-    "08_train_gpt": {"lm_loss__overwrites_ignored_targets.py", "sample_next_token__tempers_in_place.py"},
-    "10_attention_at_scale": {"online_softmax_update__updates_the_running_sum_in_place.py",
-                              "cached_attention__appends_into_the_old_cache.py"},
-    "11_induction_heads": {"pairwise_cosines__normalises_in_place.py"},
+    "01_next_token": {"log_softmax__shifts_in_place"},
+    "03_attention": {"scaled_dot_product_attention__scales_q_in_place", "left_padded_causal_mask__lengths_in_place"},
+    "04_scaling": {"attention_entropy__clamps_in_place", "softmax_jacobian__unsqueezes_in_place"},
+    "06_positions": {"apply_rope__rotates_in_place"},
+    "07_block": {"LayerNorm__centres_in_place"},
+    "08_train_gpt": {"lm_loss__overwrites_ignored_targets", "sample_next_token__tempers_in_place"},
+    "10_attention_at_scale": {"online_softmax_update__updates_the_running_sum_in_place",
+                              "cached_attention__appends_into_the_old_cache"},
+    "11_induction_heads": {"pairwise_cosines__normalises_in_place"},
 }
 
 

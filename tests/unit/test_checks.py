@@ -124,11 +124,14 @@ def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
 
     import nbformat
 
+    from autograder import conventions, mutant_edits
+
     root = Path(__file__).resolve().parents[2]
     nb = nbformat.read(next((root / "solutions" / notebook).glob("*.ipynb")), as_version=4)
     visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
+    mutants = mutant_edits.mutants_by_exercise(nb, conventions.MUTANTS_DIR / f"{notebook}.toml", {exercise})
     namespace: dict = {}
-    exec((root / "mutants" / notebook / f"{exercise}__{mutant}.py").read_text(), namespace)
+    exec(next(m.code for m in mutants[exercise] if m.name == f"{exercise}__{mutant}"), namespace)
     with pytest.raises(AssertionError) as error:
         exec(visible, namespace)
     return str(error.value)

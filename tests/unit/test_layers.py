@@ -14,7 +14,8 @@ PACKAGE = Path(autograder.__file__).resolve().parent
 # (nbgrader, the gradebook, the CSV): a smaller surface, and no path from a test cell to grades.
 STUDENT_SIDE = {"runner", "kernel_agent", "wire", "serving", "protocol", "sandbox"}
 BATCH = {"grading", "gradebook", "intake", "report", "shards", "demo", "__main__", "build", "check", "agreement",
-         "class_report", "class_report_page", "report_figures", "mutant_messages"}
+         "class_report", "class_report_page", "report_figures", "mutant_messages", "mutant_edits",
+         "mutant_import"}
 
 
 def _module_name(path: Path) -> str:
