@@ -25,6 +25,7 @@ from .check import _error_of
 from .judge.session import Session
 from .sandbox import Limits
 from .setup_cell import SETUP_GRADE_ID
+from .solution_source import load_solution
 
 
 @dataclass
@@ -73,7 +74,7 @@ class _JudgeSide:
 
 def visible_verdicts(assignment: conventions.Assignment) -> list[VisibleVerdict]:
     """Each exercise's visible test on the solution and on each mutant, judged in a kernel and in the judge."""
-    nb = conventions.read_notebook(assignment.source_path)
+    nb = load_solution(assignment)
     mutants = mutant_edits.assignment_mutants(assignment, nb)
     limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
     kernel = _KernelSide(assignment)

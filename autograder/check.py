@@ -28,6 +28,7 @@ from . import conventions, cpu_time, mutant_edits
 from .judge.session import Session
 from .sandbox import Limits
 from .setup_cell import SETUP_GRADE_ID
+from .solution_source import load_solution
 
 
 # A kernel that uses no CPU (waiting on something that never comes) is stopped after this many times
@@ -71,7 +72,7 @@ def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = Tru
                  cell_cpu_limit_s: float = 600) -> NotebookReport:
     """Both runs of one solution notebook. In the kernel run a cell is stopped after ``cell_cpu_limit_s`` CPU
     seconds (``cpu_time``), and after ``WALL_BACKSTOP`` times as many wall-clock seconds (a hung kernel)."""
-    nb = conventions.read_notebook(assignment.source_path)
+    nb = load_solution(assignment)
     mutants = mutant_edits.assignment_mutants(assignment, nb) if with_mutants else {}   # a stale one stops here
     report = NotebookReport(assignment.name, 0.0, conventions.cpu_budget_seconds(nb))
     _run_in_kernel(nb, assignment, report, cell_cpu_limit_s)

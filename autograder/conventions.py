@@ -31,10 +31,16 @@ _ASSIGNMENT_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
 
 @dataclass(frozen=True)
 class Assignment:
-    """One numbered assignment folder: ``solutions/NN_slug/slug.ipynb``."""
+    """One numbered assignment folder: ``solutions/NN_slug/slug.py``, the solution notebook as text
+    (``solution_source``), and ``slug.ipynb`` beside it, the notebook derived from it for nbgrader
+    (``source_path``; not in git)."""
 
     name: str
     source_path: Path
+
+    @property
+    def text_path(self) -> Path:
+        return self.source_path.with_suffix(".py")
 
     @property
     def notebook_name(self) -> str:
@@ -51,15 +57,23 @@ class Assignment:
 
 
 def assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[Assignment]:
-    """Every assignment under ``solutions/``, in teaching order."""
+    """Every assignment under ``solutions/``, in teaching order, its notebook derived from its text
+    when the text is newer (``solution_source.derived_notebook``)."""
+    from .solution_source import derived_notebook
+
     found = []
     for folder in sorted(p for p in solutions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if not _ASSIGNMENT_NAME.match(folder.name):
             raise ValueError(f"{folder}: assignment folders are named NN_slug (e.g. 01_next_token)")
-        notebooks = sorted(folder.glob("*.ipynb"))
-        if len(notebooks) != 1:
-            raise ValueError(f"{folder}: expected exactly one notebook, found {[n.name for n in notebooks]}")
-        found.append(Assignment(folder.name, notebooks[0]))
+        texts = sorted(folder.glob("*.py"))
+        if len(texts) != 1:
+            lone = [n.name for n in folder.glob("*.ipynb") if not n.with_suffix(".py").exists()]
+            raise ValueError(f"{folder}: expected exactly one notebook as text (slug.py), found {[t.name for t in texts]}"
+                             + (f"; turn {lone[0]} into it with python -m autograder source import "
+                                f"{folder / lone[0]}" if lone else ""))
+        assignment = Assignment(folder.name, texts[0].with_suffix(".ipynb"))
+        derived_notebook(assignment)
+        found.append(assignment)
     return found
 
 

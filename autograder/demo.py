@@ -27,6 +27,7 @@ from .build import build
 from .grading import grade
 from .report import format_table, self_grading_bundles, summary_warnings
 from .sandbox import Limits, bwrap_available
+from .solution_source import load_solution
 
 DEFAULT_ASSIGNMENT = "04_scaling"   # the shortest to grade: 3 exercises
 CRASHING_ANSWER = "import os\nos._exit(3)  # a student's experiment that takes the kernel down\n"
@@ -48,7 +49,7 @@ def _samples_of(assignment, folder: Path, release: Path) -> None:
     submissions.write(submissions.filled_in(assignment, release_path=release), folder / "alice_correct" / assignment.name / name)
 
     mistakes = {}
-    source = conventions.read_notebook(assignment.source_path)
+    source = load_solution(assignment)
     for index, (exercise, mutants) in enumerate(sorted(mutant_edits.assignment_mutants(assignment, source).items())):
         if index % 2 == 0:
             mistakes[exercise] = mutants[0].code
@@ -67,7 +68,7 @@ def _samples_of(assignment, folder: Path, release: Path) -> None:
     text = release.read_text(encoding="utf-8")
     broken.write_text(text[: len(text) // 2], encoding="utf-8")
 
-    first_exercise = conventions.exercises(conventions.read_notebook(assignment.source_path))[0].name
+    first_exercise = conventions.exercises(load_solution(assignment))[0].name
     crash = submissions.filled_in(assignment, {first_exercise: CRASHING_ANSWER}, release_path=release)
     submissions.write(crash, folder / "erin_crash" / assignment.name / name)
 

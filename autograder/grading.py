@@ -61,6 +61,7 @@ from .report import GradeRow, write_csv
 from .sandbox import Limits, check_runner_starts, use_bwrap
 from .setup_cell import SETUP_GRADE_ID
 from .shards import Shard, clear_marker, write_marker
+from .solution_source import load_solution
 from .stage_times import add as add_stage_time, stage
 from .tampering import TAMPERING, tampering_for
 from .text import clean_text
@@ -404,7 +405,7 @@ def _release(plan: _Plan, course: _Course) -> None:
                 raise RuntimeError(f"nbgrader generate_assignment failed:\n{generated.get('log', '')}")
             release = conventions.read_notebook(course.root / "release" / assignment.name / assignment.source_path.name)
             course.releases[assignment.name] = release
-            course.sources[assignment.name] = conventions.read_notebook(assignment.source_path)
+            course.sources[assignment.name] = load_solution(assignment)
             course.release_text[assignment.name] = {c.source for c in release.cells}
         except Exception as error:  # noqa: BLE001 - reported on each of the assignment's rows
             failed[assignment.name] = f"{type(error).__name__}: {clean_text(error)[:150]}"

@@ -24,6 +24,7 @@ from pathlib import Path
 from . import conventions
 from .mutant_edits import (Edit, MutantEdits, apply_edits, mutants_by_exercise, mutants_file, occurrences, read_edits,
                            solution_cells)
+from .solution_source import load_solution
 
 
 @dataclass
@@ -219,7 +220,7 @@ def import_files(paths: list[Path], exact: bool = False, keep: bool = False,
 
 
 def _import_assignment(assignment, target: Path, paths: list[Path], exact: bool, keep: bool) -> str:
-    nb = conventions.read_notebook(assignment.source_path)
+    nb = load_solution(assignment)
     solutions = solution_cells(nb)
     taken = {entry.name for entry in read_edits(target)}
     olds = [read_old(path) for path in paths]

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import conventions, mutant_edits
+from .solution_source import load_solution
 
 CACHE_DIR = "report_cache"
 
@@ -43,7 +44,7 @@ def mutant_failures(assignment: conventions.Assignment, mutants_dir: Path, out_d
                     exercises: set[str] | None = None) -> list[MutantFailure]:
     """The failures of every mutant of ``assignment`` (only of ``exercises``, when given), cached in ``out_dir``."""
     path = mutant_edits.mutants_file(mutants_dir, assignment.name)
-    nb = conventions.read_notebook(assignment.source_path)
+    nb = load_solution(assignment)
     mutants = mutant_edits.mutants_by_exercise(nb, path, exercises, skip_stale=True)
     if not mutants:
         return []

@@ -12,6 +12,7 @@ from autograder import conventions, mutant_edits
 from autograder.flags import flags_for
 from autograder.tampering import tampering_for
 from autograder.setup_cell import SETUP_GRADE_ID, setup_cell_source
+from autograder.solution_source import load_solution
 
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 ALLOWED_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "points", "task", "checksum", "cell_type"}
@@ -19,7 +20,7 @@ ALLOWED_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "po
 
 @pytest.fixture
 def nb(assignment):
-    return conventions.read_notebook(assignment.source_path)
+    return load_solution(assignment)
 
 
 def test_setup_cell_is_first_and_canonical(nb):

@@ -19,6 +19,7 @@ from autograder.build import build
 from autograder.grading import grade
 from autograder.sandbox import Limits, bwrap_available
 from conftest import WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
+from autograder.solution_source import load_solution
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ FIRST = conventions.assignments()[0]
 
 
 def _samples(assignment):
-    mutants = mutant_edits.assignment_mutants(assignment, conventions.read_notebook(assignment.source_path))
+    mutants = mutant_edits.assignment_mutants(assignment, load_solution(assignment))
     mistakes = {exercise: group[0].code for index, (exercise, group) in enumerate(sorted(mutants.items()))
                 if index % 2 == 0}
     untouched = conventions.read_notebook(assignment.release_path)

@@ -12,6 +12,7 @@ import pytest
 from autograder import check, conventions, mutant_edits
 from autograder.check import MutantResult, NotebookReport, format_report
 from autograder.mutant_edits import Mutant
+from autograder.solution_source import load_solution
 
 
 def mutant(name, failed, setup_error=""):
@@ -99,7 +100,7 @@ def test_a_stale_mutant_fails_check_by_name_before_any_kernel_starts(tmp_path, m
     first = conventions.assignments()[0]
     stale = ('softmax_like.stale_copy = {mistake = "A copy of an older solution.", edit = \'\'\'\n'
              '-    return "a line the solution no longer has"\n+    return None\n\'\'\'}\n')
-    exercise = conventions.exercises(conventions.read_notebook(first.source_path))[0].name
+    exercise = conventions.exercises(load_solution(first))[0].name
     (tmp_path / f"{first.name}.toml").write_text(
         first.mutants_path.read_text(encoding="utf-8") + stale.replace("softmax_like", exercise), encoding="utf-8")
     monkeypatch.setattr(conventions, "MUTANTS_DIR", tmp_path)

@@ -8,6 +8,7 @@ import pytest
 
 from autograder import conventions, mutant_edits, mutant_import
 from autograder.mutant_edits import Edit, MutantEdits, StaleMutant
+from autograder.solution_source import load_solution
 
 SOLUTION = '''import torch
 
@@ -94,7 +95,7 @@ def test_the_toml_written_reads_back_to_the_same_edits(tmp_path):
 
 def test_import_appends_to_the_notebooks_file_checks_it_and_deletes_the_files(tmp_path, monkeypatch):
     first = conventions.assignments()[0]
-    nb = conventions.read_notebook(first.source_path)
+    nb = load_solution(first)
     exercise, solution = next(iter(mutant_edits.solution_cells(nb).items()))
     monkeypatch.setattr(conventions, "MUTANTS_DIR", tmp_path)
     folder = tmp_path / first.name
