@@ -128,6 +128,8 @@ def _add_mutants(commands) -> None:
     import_parser.add_argument("--exact", action="store_true", help="keep every difference from the solution, "
                                "comments and docstrings too (default: code lines only, the same program)")
     import_parser.add_argument("--keep", action="store_true", help="do not delete the files once imported")
+    import_parser.add_argument("--replace", action="store_true", help="take out mutants of the same name already "
+                               "in the .toml first (an old-format file edited on another branch)")
 
 
 def _add_source(commands) -> None:
@@ -160,7 +162,7 @@ def run_mutants(args, parser) -> int:
     from .mutant_import import import_files
 
     try:
-        for line in import_files(args.files, exact=args.exact, keep=args.keep):
+        for line in import_files(args.files, exact=args.exact, keep=args.keep, replace=args.replace):
             print(line)
     except (ValueError, SyntaxError, StaleMutant) as error:
         print(f"mutants import: {error}", file=sys.stderr)

@@ -203,11 +203,12 @@ FILE_HEADER = ("# Mutants of {name}: wrong answers that must lose points, as edi
                "# python -m autograder mutants import mutants/{name}/*.py\n")
 
 
-def import_files(paths: list[Path], exact: bool = False, keep: bool = False,
+def import_files(paths: list[Path], exact: bool = False, keep: bool = False, replace: bool = False,
                  solutions_dir: Path | None = None, mutants_dir: Path | None = None) -> list[str]:
     """Append each old-format mutant file to its notebook's ``mutants/NN_slug.toml`` (the folder's name
     is the assignment's), check that the file read back gives each mutant's code, then delete the
-    files (unless ``keep``). Returns a line per notebook."""
+    files (unless ``keep``). A mutant of the same name already there is an error, or with ``replace``
+    is taken out first. Returns a line per notebook."""
     known = {a.name: a for a in conventions.assignments(solutions_dir or conventions.SOLUTIONS_DIR)}
     mutants_dir = Path(mutants_dir or conventions.MUTANTS_DIR)
     by_assignment: dict[str, list[Path]] = {}
@@ -215,18 +216,20 @@ def import_files(paths: list[Path], exact: bool = False, keep: bool = False,
         if path.parent.name not in known:
             raise ValueError(f"{path}: its folder is not an assignment of solutions/ ({', '.join(known)})")
         by_assignment.setdefault(path.parent.name, []).append(path)
-    return [_import_assignment(known[name], mutants_file(mutants_dir, name), files, exact, keep)
+    return [_import_assignment(known[name], mutants_file(mutants_dir, name), files, exact, keep, replace)
             for name, files in by_assignment.items()]
 
 
-def _import_assignment(assignment, target: Path, paths: list[Path], exact: bool, keep: bool) -> str:
+def _import_assignment(assignment, target: Path, paths: list[Path], exact: bool, keep: bool, replace: bool) -> str:
     nb = load_solution(assignment)
     solutions = solution_cells(nb)
     taken = {entry.name for entry in read_edits(target)}
     olds = [read_old(path) for path in paths]
     clash = sorted(f"{old.exercise}__{old.slug}" for old in olds if f"{old.exercise}__{old.slug}" in taken)
+    if clash and not replace:
+        raise ValueError(f"{target} already has mutants named {', '.join(clash)} (--replace takes them out first)")
     if clash:
-        raise ValueError(f"{target} already has mutants named {', '.join(clash)}")
+        target.write_text(without_entries(target.read_text(encoding="utf-8"), clash), encoding="utf-8")
     missing = sorted({old.exercise for old in olds} - set(solutions))
     if missing:
         raise ValueError(f"{assignment.name} has no exercise {', '.join(missing)} (mutant files {paths[0].parent})")
@@ -240,6 +243,19 @@ def _import_assignment(assignment, target: Path, paths: list[Path], exact: bool,
         if paths[0].parent.is_dir() and not any(paths[0].parent.iterdir()):
             paths[0].parent.rmdir()
     return f"{assignment.name}: {len(entries)} mutants added to {target}" + ("" if keep else ", their files deleted")
+
+
+def without_entries(text: str, names: list[str]) -> str:
+    """``text`` (a mutants file as ``entry_toml`` writes it) without the entries of these mutants."""
+    lines = text.split("\n")
+    for name in names:
+        exercise, _, slug = name.partition("__")
+        start = next((i for i, line in enumerate(lines) if line.startswith(f"{exercise}.{slug} = {{")), None)
+        end = next((i for i in range(start or 0, len(lines)) if lines[i] in ("'''}", '"""}')), None)
+        if start is None or end is None:
+            raise ValueError(f"mutant {name}: its entry is not laid out as the import writes it; take it out by hand")
+        del lines[start:end + 1]
+    return "\n".join(lines)
 
 
 def _check_imported(nb, target: Path, olds: list[OldMutant], exact: bool) -> None:

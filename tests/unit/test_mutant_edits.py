@@ -111,4 +111,7 @@ def test_import_appends_to_the_notebooks_file_checks_it_and_deletes_the_files(tm
     (folder / f"{exercise}__adds_a_name.py").write_text(f'"""Again."""\n{wrong}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="already has mutants named"):
         mutant_import.import_files([folder / f"{exercise}__adds_a_name.py"])
+    mutant_import.import_files([folder / f"{exercise}__adds_a_name.py"], replace=True)
+    (mutant,) = mutant_edits.assignment_mutants(first, nb)[exercise]
+    assert mutant.mistake == "Again."
 
