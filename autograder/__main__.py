@@ -1,4 +1,4 @@
-"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,report,selfgrade,demo,check}``."""
+"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,report,selfgrade,demo,check,mutants,source}``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def main(argv: list[str] | None = None) -> int:
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m autograder", description="Build and grade the course's notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add_command in (_add_build, _add_selfgrade, _add_grade, _add_merge, _add_report, _add_demo, _add_check):
+    for add_command in (_add_build, _add_selfgrade, _add_grade, _add_merge, _add_report, _add_demo, _add_check,
+                        _add_mutants, _add_source):
         add_command(commands)
     return parser
 
@@ -116,6 +117,57 @@ def _add_check(commands) -> None:
                                        "judge with every mutant; print time, failures and catch rate")
     check_parser.add_argument("assignment", nargs="*", help="assignments to check (default: all)")
     check_parser.add_argument("--no-mutants", action="store_true", help="skip the mutants (time and tests only)")
+
+
+def _add_mutants(commands) -> None:
+    mutants_parser = commands.add_parser("mutants", help="maintainers: bring old-format mutant files into mutants/NN_slug.toml")
+    actions = mutants_parser.add_subparsers(dest="action", required=True)
+    import_parser = actions.add_parser("import", help="turn mutants/NN_slug/<exercise>__<mistake>.py files (a whole "
+                                       "answer cell) into edits of the current solution in mutants/NN_slug.toml")
+    import_parser.add_argument("files", nargs="+", type=Path, help="old-format mutant files")
+    import_parser.add_argument("--exact", action="store_true", help="keep every difference from the solution, "
+                               "comments and docstrings too (default: code lines only, the same program)")
+    import_parser.add_argument("--keep", action="store_true", help="do not delete the files once imported")
+    import_parser.add_argument("--replace", action="store_true", help="take out mutants of the same name already "
+                               "in the .toml first (an old-format file edited on another branch)")
+
+
+def _add_source(commands) -> None:
+    source_parser = commands.add_parser("source", help="maintainers: the solution notebooks as text (solutions/NN_slug/slug.py)")
+    actions = source_parser.add_subparsers(dest="action", required=True)
+    import_parser = actions.add_parser("import", help="turn solutions/NN_slug/slug.ipynb into its text source "
+                                       "slug.py beside it (outputs dropped), checked to give the notebook back")
+    import_parser.add_argument("notebooks", nargs="+", type=Path, help="solution notebooks (.ipynb)")
+    import_parser.add_argument("--keep", action="store_true", help="do not delete the .ipynb once imported")
+    import_parser.add_argument("--replace", action="store_true", help="replace a text source that says otherwise "
+                               "(a notebook edited as .ipynb on another branch)")
+
+
+def run_source(args, parser) -> int:
+    from .course.solution_source import import_notebook
+
+    for path in args.notebooks:
+        if path.suffix != ".ipynb" or not path.is_file():
+            parser.error(f"{path} is not a notebook file (.ipynb)")
+        try:
+            print(f"{path} -> {import_notebook(path, keep=args.keep, replace=args.replace)}")
+        except ValueError as error:
+            print(f"source import: {error}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def run_mutants(args, parser) -> int:
+    from .course.mutant_edits import StaleMutant
+    from .course.mutant_import import import_files
+
+    try:
+        for line in import_files(args.files, exact=args.exact, keep=args.keep, replace=args.replace):
+            print(line)
+    except (ValueError, SyntaxError, StaleMutant) as error:
+        print(f"mutants import: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run_check(args, parser) -> int:
@@ -254,7 +306,8 @@ def run_demo_command(args, parser) -> int:
 
 
 COMMANDS = {"check": run_check, "build": run_build, "grade": run_grade, "merge": run_merge, "report": run_report,
-            "selfgrade": run_selfgrade, "demo": run_demo_command}
+            "selfgrade": run_selfgrade, "demo": run_demo_command, "mutants": run_mutants,
+            "source": run_source}
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ every pair after every merge, for a smaller number of merges, to show what the i
 update in the reference solution is worth.
 
 The reference implementation is not copied here: it is read from the solution notebook
-``solutions/02_tokenization/tokenization.ipynb`` (its solution cells, with the nbgrader markers
+``solutions/02_tokenization/tokenization.py`` (its solution cells, with the nbgrader markers
 dropped), so the notebook stays the single source of truth.
 
 Usage::
@@ -27,12 +27,11 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-
 from autograder.course.conventions import strip_solution_markers
+from autograder.course.solution_source import text_to_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "solutions" / "02_tokenization" / "tokenization.ipynb"
+NOTEBOOK = ROOT / "solutions" / "02_tokenization" / "tokenization.py"   # the notebook as text
 CELLS = ("split_words", "count_pairs", "merge", "PairCounter", "train_bpe", "encode", "decode")
 KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign)
 
@@ -43,7 +42,7 @@ def load_reference(notebook: Path = NOTEBOOK) -> dict:
     Only imports, assignments and definitions are kept from each cell (demo lines such as prints are
     dropped); the lines ``### BEGIN SOLUTION`` / ``### END SOLUTION`` are removed.
     """
-    nb = nbformat.read(notebook, as_version=4)
+    nb = text_to_notebook(Path(notebook).read_text(encoding="utf-8"))
     by_id = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in nb.cells if cell.cell_type == "code"}
     missing = [grade_id for grade_id in CELLS if grade_id not in by_id]
     if missing:

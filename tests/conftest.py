@@ -140,7 +140,7 @@ _SUMMARIES: dict[str, dict] = {}
 
 def _summary(report: NotebookReport) -> dict:
     flag = "within budget" if report.seconds <= report.budget_seconds else "OVER BUDGET"
-    mutants = [f"    {'caught ' if m.caught else 'MISSED '} {m.path.name}: {m.description} "
+    mutants = [f"    {'caught ' if m.caught else 'MISSED '} {m.name}: {m.description} "
                f"[{', '.join(m.failed_cells) or m.setup_error or 'no test failed'}]" for m in report.mutants]
     return {"time": f"{report.assignment:<24} {report.seconds:7.1f} s of {report.budget_seconds:5.0f} s budget  "
                     f"({flag}); judged with mutants in {report.judge_seconds:.1f} s",

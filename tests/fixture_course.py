@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.course import conventions, submissions
 from autograder.course.build import build
+from autograder.course.solution_source import write_text_source
 
 SOLUTION = '''import torch
 
@@ -47,9 +47,9 @@ def make_course(root: Path) -> conventions.Assignment:
         new_code_cell(HIDDEN, metadata=_meta("test_double_hidden", grade=True, points=2)),
     ], metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
                  "language_info": {"name": "python"}})
-    source = root / "solutions" / "01_fixture" / "fixture.ipynb"
+    source = root / "solutions" / "01_fixture" / "fixture.ipynb"   # derived from fixture.py by the build
     source.parent.mkdir(parents=True)
-    nbformat.write(nb, str(source))
+    write_text_source(source, nb)
     build(root / "solutions", root / "notebooks")
     return conventions.Assignment("01_fixture", source)
 

@@ -34,6 +34,7 @@ from ..course import conventions
 from .mutant_messages import MutantFailure, error_message, mutant_failures
 from .report import GradeRow
 from ..course.text import clean_text
+from ..course.solution_source import load_solution
 
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
@@ -165,7 +166,7 @@ def exercise_cells(assignment: conventions.Assignment | None, submissions: dict,
     """The exercises of an assignment with their test cells: from its solution notebook, else from the
     test cells' names (``test_<exercise>``, ``test_<exercise>_hidden...``) in the gradebook."""
     if assignment is not None:
-        nb = conventions.read_notebook(assignment.source_path)
+        nb = load_solution(assignment)
         return [ExerciseCells(e.name, [conventions.grade_id(nb.cells[i]) for i in e.test_indices])
                 for e in conventions.exercises(nb) if e.test_indices]
     by_name: dict[str, list[str]] = {}

@@ -57,6 +57,7 @@ from .planning import STATE_FILE, Plan, load_state, plan_run
 from .preparation import Job, answer_sources, flag_sources, prepare_job, repair_submission
 from .report import GradeRow, write_csv
 from .shards import Shard, clear_marker, write_marker
+from .solution_source import load_solution
 from .stage_times import add as add_stage_time, stage
 from .warnings_log import captured
 
@@ -172,7 +173,7 @@ def _release(plan: Plan, course: _Course) -> None:
                 raise RuntimeError(f"nbgrader generate_assignment failed:\n{generated.get('log', '')}")
             release = conventions.read_notebook(course.root / "release" / assignment.name / assignment.source_path.name)
             course.releases[assignment.name] = release
-            course.sources[assignment.name] = conventions.read_notebook(assignment.source_path)
+            course.sources[assignment.name] = load_solution(assignment)
             course.release_text[assignment.name] = {c.source for c in release.cells}
         except Exception as error:  # noqa: BLE001 - reported on each of the assignment's rows
             failed[assignment.name] = f"{type(error).__name__}: {clean_text(error)[:150]}"

@@ -4,7 +4,7 @@ solution notebook, through the judge (as ``check`` does), and the message of eac
 The class report (``class_report.py``) labels a group of students' failures with a mutant's mistake
 when their messages match. Running the mutants costs a judge session per assignment, so the result is
 cached in ``OUT/report_cache/mutants-<assignment>.json`` under a fingerprint of the solution notebook,
-the mutant files and the grader's version: a second report of the same class runs nothing.
+the mutants' file and the grader's version: a second report of the same class runs nothing.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..course import conventions
+from ..course import conventions, mutant_edits
+from ..course.solution_source import load_solution
 
 CACHE_DIR = "report_cache"
 
 
 @dataclass
 class MutantFailure:
-    """One mutant's failures: the exercise, the mistake (its docstring), and ``(grade_id, message)``
+    """One mutant's failures: the exercise, the mistake (its `mistake` text), and ``(grade_id, message)``
     for each test cell it fails, in notebook order."""
 
     exercise: str
@@ -42,10 +43,12 @@ def error_message(outputs) -> str | None:
 def mutant_failures(assignment: conventions.Assignment, mutants_dir: Path, out_dir: Path,
                     exercises: set[str] | None = None) -> list[MutantFailure]:
     """The failures of every mutant of ``assignment`` (only of ``exercises``, when given), cached in ``out_dir``."""
-    files = _mutant_files(mutants_dir / assignment.name, exercises)
-    if not files:
+    path = mutant_edits.mutants_file(mutants_dir, assignment.name)
+    nb = load_solution(assignment)
+    mutants = mutant_edits.mutants_by_exercise(nb, path, exercises, skip_stale=True)
+    if not mutants:
         return []
-    key = _fingerprint(assignment.source_path, files)
+    key = _fingerprint(assignment.source_path, path, sorted(mutants))
     cache = Path(out_dir) / CACHE_DIR / f"mutants-{assignment.name}.json"
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
@@ -54,38 +57,27 @@ def mutant_failures(assignment: conventions.Assignment, mutants_dir: Path, out_d
                     for m in cached["mutants"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass   # no cache, or a damaged one: run them
-    found = _run_mutants(assignment, files)
+    found = _run_mutants(nb, mutants)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"fingerprint": key, "mutants": [asdict(m) for m in found]}, indent=1), encoding="utf-8")
     return found
 
 
-def _mutant_files(folder: Path, exercises: set[str] | None) -> dict[str, list[Path]]:
-    grouped: dict[str, list[Path]] = {}
-    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
-        exercise, sep, _ = path.stem.partition("__")
-        if sep and (exercises is None or exercise in exercises):
-            grouped.setdefault(exercise, []).append(path)
-    return grouped
-
-
-def _fingerprint(source_path: Path, files: dict[str, list[Path]]) -> str:
+def _fingerprint(source_path: Path, mutants_path: Path, exercises: list[str]) -> str:
     from .planning import GRADER_VERSION
 
     digest = hashlib.sha256(GRADER_VERSION.encode() + b"\0" + source_path.read_bytes())
-    for path in sorted(p for paths in files.values() for p in paths):
-        digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(b"\0" + mutants_path.read_bytes() + b"\0" + " ".join(exercises).encode())
     return digest.hexdigest()
 
 
-def _run_mutants(assignment: conventions.Assignment, files: dict[str, list[Path]]) -> list[MutantFailure]:
+def _run_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]]) -> list[MutantFailure]:
     """Walk the solution notebook in a judge session; at each exercise with mutants, swap each in and
     judge the exercise's test cells, then put the solution back (``check``'s walk, keeping the messages)."""
     from ..judge.session import Session
     from ..sandbox.limits import Limits
     from ..course.setup_cell import SETUP_GRADE_ID
 
-    nb = conventions.read_notebook(assignment.source_path)
     by_first_test = {min(e.test_indices): e for e in conventions.exercises(nb) if e.test_indices}
     limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
     found: list[MutantFailure] = []
@@ -98,8 +90,8 @@ def _run_mutants(assignment: conventions.Assignment, files: dict[str, list[Path]
                 if cell.cell_type != "code":
                     continue
                 exercise = by_first_test.get(index)
-                if exercise is not None and files.get(exercise.name):
-                    found += [_try(session, nb, exercise, path) for path in files[exercise.name]]
+                if exercise is not None and mutants.get(exercise.name):
+                    found += [_try(session, nb, exercise, mutant) for mutant in mutants[exercise.name]]
                     session.run_cell(conventions.strip_solution_markers(nb.cells[exercise.solution_index].source), keep=False)
                 if conventions.is_graded_cell(cell):
                     session.run_test_cell(cell.source, conventions.grade_id(cell))
@@ -110,10 +102,10 @@ def _run_mutants(assignment: conventions.Assignment, files: dict[str, list[Path]
     return found
 
 
-def _try(session, nb, exercise: conventions.Exercise, path: Path) -> MutantFailure:
-    result = MutantFailure(exercise.name, path.stem, conventions.mutant_description(path), [])
-    if error_message(session.run_cell(path.read_text(encoding="utf-8"), keep=False).outputs):
-        return result   # a broken mutant file: it labels nothing
+def _try(session, nb, exercise: conventions.Exercise, mutant: mutant_edits.Mutant) -> MutantFailure:
+    result = MutantFailure(exercise.name, mutant.name, mutant.mistake, [])
+    if error_message(session.run_cell(mutant.code, keep=False).outputs):
+        return result   # a broken mutant: it labels nothing
     for test_index in sorted(exercise.test_indices):
         cell = nb.cells[test_index]
         message = error_message(session.run_test_cell(cell.source, conventions.grade_id(cell)).outputs)

@@ -20,17 +20,18 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from . import conventions
+from . import conventions, mutant_edits
 from .check import _error_of
 from ..judge.session import Session
 from ..sandbox.limits import Limits
 from .setup_cell import SETUP_GRADE_ID
+from .solution_source import load_solution
 
 
 @dataclass
 class VisibleVerdict:
     exercise: str
-    mutant: str            # the mutant's file name, or "" for the solution itself
+    mutant: str            # the mutant's name (<exercise>__<mistake>), or "" for the solution itself
     kernel_error: str | None
     judge_error: str | None
 
@@ -73,8 +74,8 @@ class _JudgeSide:
 
 def visible_verdicts(assignment: conventions.Assignment) -> list[VisibleVerdict]:
     """Each exercise's visible test on the solution and on each mutant, judged in a kernel and in the judge."""
-    nb = conventions.read_notebook(assignment.source_path)
-    mutants = conventions.mutant_files(assignment)
+    nb = load_solution(assignment)
+    mutants = mutant_edits.assignment_mutants(assignment, nb)
     limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
     kernel = _KernelSide(assignment)
     with tempfile.TemporaryDirectory(prefix="course-agreement-") as tmp, kernel.client.setup_kernel():
@@ -104,16 +105,16 @@ def _walk(nb, mutants: dict, kernel: _KernelSide, judge: _JudgeSide) -> list[Vis
     return verdicts
 
 
-def _visible_cell(nb, exercise, paths: list[Path], kernel: _KernelSide, judge: _JudgeSide) -> list[VisibleVerdict]:
+def _visible_cell(nb, exercise, mutants: list[mutant_edits.Mutant], kernel: _KernelSide,
+                  judge: _JudgeSide) -> list[VisibleVerdict]:
     cell = nb.cells[exercise.visible_index]
     solution = conventions.strip_solution_markers(nb.cells[exercise.solution_index].source)
     verdicts = [VisibleVerdict(exercise.name, "", kernel.run(cell.source),
                                judge.test(cell.source, conventions.grade_id(cell)))]
-    for path in paths:
-        source = path.read_text(encoding="utf-8")
-        kernel.run(source)
-        judge.run(source)
-        verdicts.append(VisibleVerdict(exercise.name, path.name, kernel.run(cell.source),
+    for mutant in mutants:
+        kernel.run(mutant.code)
+        judge.run(mutant.code)
+        verdicts.append(VisibleVerdict(exercise.name, mutant.name, kernel.run(cell.source),
                                        judge.test(cell.source, conventions.grade_id(cell))))
         kernel.run(solution)
         judge.run(solution)

@@ -21,24 +21,11 @@ from . import conventions, student_work
 from .. import selfgrade
 from .course_directory import course_config, link_sources, make_api
 from .setup_cell import SETUP_GRADE_ID, release_problems, setup_cell_source
+from .solution_source import load_solution, notebook_text, write_solution
 
 
 class BuildError(RuntimeError):
     """nbgrader could not build a student version; the message holds its log."""
-
-
-def notebook_text(nb) -> str:
-    """The exact text a notebook is stored as (stable key order and indentation)."""
-    text = nbformat.writes(nb)
-    return text if text.endswith("\n") else text + "\n"
-
-
-def write_if_changed(path: Path, text: str) -> bool:
-    if _same_text(path, text):
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return True
 
 
 def _same_text(path: Path, text: str) -> bool:
@@ -167,10 +154,10 @@ def _tidy_sources(assignments: list) -> list[Path]:
     """Tidy each solution notebook in place (``tidy_source_notebook``); return those rewritten."""
     changed = []
     for assignment in assignments:
-        nb = conventions.read_notebook(assignment.source_path)
+        nb = load_solution(assignment)
         tidy_source_notebook(nb)
-        if write_if_changed(assignment.source_path, notebook_text(nb)):
-            changed.append(assignment.source_path)
+        if write_solution(assignment, nb):
+            changed.append(assignment.text_path)
     return changed
 
 
@@ -211,7 +198,7 @@ def _plan_bundle(assignment, bundle_dir: Path, self_grading: bool, planned: _Pla
     """The assignment's self-grading bundle (its tests), or its removal from a private edition."""
     bundle = bundle_dir / f"{assignment.name}.bin"
     if self_grading:
-        data = selfgrade.make_bundle(conventions.read_notebook(assignment.source_path)).decode("ascii")
+        data = selfgrade.make_bundle(load_solution(assignment)).decode("ascii")
         if not _same_text(bundle, data):
             planned.writes[bundle] = data
     elif bundle.exists():

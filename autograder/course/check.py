@@ -24,11 +24,12 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
-from . import conventions
+from . import conventions, mutant_edits
 from ..sandbox import cpu_time
 from ..judge.session import Session
 from ..sandbox.limits import Limits
 from .setup_cell import SETUP_GRADE_ID
+from .solution_source import load_solution
 
 
 # A kernel that uses no CPU (waiting on something that never comes) is stopped after this many times
@@ -39,7 +40,7 @@ WALL_BACKSTOP = 6
 @dataclass
 class MutantResult:
     exercise: str
-    path: Path
+    name: str                     # <exercise>__<mistake>
     description: str
     failed_cells: list[str]       # grade_ids of the test cells that failed
     setup_error: str = ""         # the mutant's own cell raised (a broken mutant file)
@@ -72,10 +73,11 @@ def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = Tru
                  cell_cpu_limit_s: float = 600) -> NotebookReport:
     """Both runs of one solution notebook. In the kernel run a cell is stopped after ``cell_cpu_limit_s`` CPU
     seconds (``cpu_time``), and after ``WALL_BACKSTOP`` times as many wall-clock seconds (a hung kernel)."""
-    nb = conventions.read_notebook(assignment.source_path)
+    nb = load_solution(assignment)
+    mutants = mutant_edits.assignment_mutants(assignment, nb) if with_mutants else {}   # a stale one stops here
     report = NotebookReport(assignment.name, 0.0, conventions.cpu_budget_seconds(nb))
     _run_in_kernel(nb, assignment, report, cell_cpu_limit_s)
-    _run_in_judge(nb, assignment, report, with_mutants)
+    _run_in_judge(nb, report, mutants)
     return report
 
 
@@ -101,10 +103,9 @@ def _run_in_kernel(nb, assignment, report: NotebookReport, cell_cpu_limit_s: flo
                 report.cell_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"
 
 
-def _run_in_judge(nb, assignment, report: NotebookReport, with_mutants: bool) -> None:
+def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edits.Mutant]]) -> None:
     exercises = conventions.exercises(nb)
     by_first_test = {min(e.test_indices): e for e in exercises if e.test_indices}
-    mutants = conventions.mutant_files(assignment) if with_mutants else {}
     limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="course-harness-") as tmp:
@@ -119,8 +120,8 @@ def _run_in_judge(nb, assignment, report: NotebookReport, with_mutants: bool) ->
                 if conventions.is_graded_cell(cell):
                     exercise = by_first_test.get(index)
                     if exercise is not None and mutants.get(exercise.name):
-                        for path in mutants[exercise.name]:
-                            report.mutants.append(_try_mutant(session, nb, exercise, path))
+                        for mutant in mutants[exercise.name]:
+                            report.mutants.append(_try_mutant(session, nb, exercise, mutant))
                         session.run_cell(conventions.strip_solution_markers(nb.cells[exercise.solution_index].source),
                                          keep=False)
                     outcome = session.run_test_cell(cell.source, conventions.grade_id(cell))
@@ -136,9 +137,9 @@ def _run_in_judge(nb, assignment, report: NotebookReport, with_mutants: bool) ->
     report.judge_seconds = time.perf_counter() - start
 
 
-def _try_mutant(session: Session, nb, exercise: conventions.Exercise, path: Path) -> MutantResult:
-    result = MutantResult(exercise.name, path, conventions.mutant_description(path), [])
-    outcome = session.run_cell(path.read_text(encoding="utf-8"), keep=False)
+def _try_mutant(session: Session, nb, exercise: conventions.Exercise, mutant: mutant_edits.Mutant) -> MutantResult:
+    result = MutantResult(exercise.name, mutant.name, mutant.mistake, [])
+    outcome = session.run_cell(mutant.code, keep=False)
     error = _error_of(outcome.outputs)
     if error:
         result.setup_error = error
@@ -162,7 +163,7 @@ def format_report(report: NotebookReport) -> list[str]:
     lines += [f"  fails in the judge: {error}" for error in report.judge_errors.values()]
     for mutant in report.mutants:
         if not mutant.caught:
-            lines.append(f"  MISSED {mutant.path.name}: {mutant.description}"
+            lines.append(f"  MISSED {mutant.name}: {mutant.description}"
                          + (f" (the mutant cell itself raised {mutant.setup_error})" if mutant.setup_error else ""))
     return lines
 
@@ -180,7 +181,12 @@ def main(names: list[str], *, with_mutants: bool = True) -> int:
         return 2
     failed = []
     for name in names or list(known):
-        report = run_notebook(known[name], with_mutants=with_mutants)
+        try:
+            report = run_notebook(known[name], with_mutants=with_mutants)
+        except mutant_edits.StaleMutant as stale:
+            print(f"{name}: {stale}", flush=True)
+            failed.append(name)
+            continue
         print("\n".join(format_report(report)), flush=True)
         if not ok(report):
             failed.append(name)

@@ -31,10 +31,16 @@ _ASSIGNMENT_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
 
 @dataclass(frozen=True)
 class Assignment:
-    """One numbered assignment folder: ``solutions/NN_slug/slug.ipynb``."""
+    """One numbered assignment folder: ``solutions/NN_slug/slug.py``, the solution notebook as text
+    (``solution_source``), and ``slug.ipynb`` beside it, the notebook derived from it for nbgrader
+    (``source_path``; not in git)."""
 
     name: str
     source_path: Path
+
+    @property
+    def text_path(self) -> Path:
+        return self.source_path.with_suffix(".py")
 
     @property
     def notebook_name(self) -> str:
@@ -45,20 +51,29 @@ class Assignment:
         return NOTEBOOKS_DIR / self.name / self.source_path.name
 
     @property
-    def mutants_dir(self) -> Path:
-        return MUTANTS_DIR / self.name
+    def mutants_path(self) -> Path:
+        """The assignment's mutants: named edits of its solution cells (``autograder/mutant_edits.py``)."""
+        return MUTANTS_DIR / f"{self.name}.toml"
 
 
 def assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[Assignment]:
-    """Every assignment under ``solutions/``, in teaching order."""
+    """Every assignment under ``solutions/``, in teaching order, its notebook derived from its text
+    when the text is newer (``solution_source.derived_notebook``)."""
+    from .solution_source import derived_notebook
+
     found = []
     for folder in sorted(p for p in solutions_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if not _ASSIGNMENT_NAME.match(folder.name):
             raise ValueError(f"{folder}: assignment folders are named NN_slug (e.g. 01_next_token)")
-        notebooks = sorted(folder.glob("*.ipynb"))
-        if len(notebooks) != 1:
-            raise ValueError(f"{folder}: expected exactly one notebook, found {[n.name for n in notebooks]}")
-        found.append(Assignment(folder.name, notebooks[0]))
+        texts = sorted(folder.glob("*.py"))
+        if len(texts) != 1:
+            lone = [n.name for n in folder.glob("*.ipynb") if not n.with_suffix(".py").exists()]
+            raise ValueError(f"{folder}: expected exactly one notebook as text (slug.py), found {[t.name for t in texts]}"
+                             + (f"; turn {lone[0]} into it with python -m autograder source import "
+                                f"{folder / lone[0]}" if lone else ""))
+        assignment = Assignment(folder.name, texts[0].with_suffix(".ipynb"))
+        derived_notebook(assignment)
+        found.append(assignment)
     return found
 
 
@@ -162,23 +177,3 @@ def strip_solution_markers(source: str) -> str:
 
 def read_notebook(path: Path):
     return nbformat.read(str(path), as_version=4)
-
-
-def mutant_files(assignment: Assignment) -> dict[str, list[Path]]:
-    """Mutant files of an assignment, grouped by exercise (``<exercise>__<mistake>.py``)."""
-    grouped: dict[str, list[Path]] = {}
-    if assignment.mutants_dir.is_dir():
-        for path in sorted(assignment.mutants_dir.glob("*.py")):
-            exercise, sep, _ = path.stem.partition("__")
-            if not sep:
-                raise ValueError(f"{path}: mutant files are named <exercise>__<mistake>.py")
-            grouped.setdefault(exercise, []).append(path)
-    return grouped
-
-
-def mutant_description(path: Path) -> str:
-    """The mutant's one-line docstring (what mistake it makes)."""
-    import ast
-
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-    return (doc or path.stem).strip().splitlines()[0]

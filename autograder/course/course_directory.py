@@ -40,6 +40,8 @@ def course_config(root: Path, db_path: Path, *, course_id: str = "transformer-co
     config.CourseDirectory.submitted_directory = "submitted"
     config.CourseDirectory.autograded_directory = "autograded"
     config.CourseDirectory.feedback_directory = "feedback"
+    # An assignment folder's .py file is the solution notebook as text (solution_source): never released.
+    config.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py"]
     config.CourseDirectory.db_url = f"sqlite:///{db_path}"
     # Student versions: the stub every solution region becomes.
     config.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

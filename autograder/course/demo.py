@@ -22,12 +22,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import conventions, submissions
+from . import conventions, mutant_edits, submissions
 from .build import build
 from ..batch.grading import grade
 from ..batch.report import format_table, self_grading_bundles, summary_warnings
 from ..sandbox.limits import Limits
 from ..sandbox.bubblewrap import bwrap_available
+from .solution_source import load_solution
 
 DEFAULT_ASSIGNMENT = "04_scaling"   # the shortest to grade: 3 exercises
 CRASHING_ANSWER = "import os\nos._exit(3)  # a student's experiment that takes the kernel down\n"
@@ -49,9 +50,10 @@ def _samples_of(assignment, folder: Path, release: Path) -> None:
     submissions.write(submissions.filled_in(assignment, release_path=release), folder / "alice_correct" / assignment.name / name)
 
     mistakes = {}
-    for index, (exercise, paths) in enumerate(sorted(conventions.mutant_files(assignment).items())):
+    source = load_solution(assignment)
+    for index, (exercise, mutants) in enumerate(sorted(mutant_edits.assignment_mutants(assignment, source).items())):
         if index % 2 == 0:
-            mistakes[exercise] = paths[0].read_text(encoding="utf-8")
+            mistakes[exercise] = mutants[0].code
     if not mistakes:
         raise FileNotFoundError(f"no mutants for {assignment.name} under {conventions.MUTANTS_DIR}: the 'partly wrong' "
                                 "sample would be all correct (the container must copy mutants/)")
@@ -67,7 +69,7 @@ def _samples_of(assignment, folder: Path, release: Path) -> None:
     text = release.read_text(encoding="utf-8")
     broken.write_text(text[: len(text) // 2], encoding="utf-8")
 
-    first_exercise = conventions.exercises(conventions.read_notebook(assignment.source_path))[0].name
+    first_exercise = conventions.exercises(load_solution(assignment))[0].name
     crash = submissions.filled_in(assignment, {first_exercise: CRASHING_ANSWER}, release_path=release)
     submissions.write(crash, folder / "erin_crash" / assignment.name / name)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 
 from . import conventions
+from .solution_source import load_solution
 
 
 def filled_in(assignment: conventions.Assignment, answers: dict[str, str] | None = None,
@@ -22,7 +23,7 @@ def filled_in(assignment: conventions.Assignment, answers: dict[str, str] | None
     (without the solution markers).
     """
     answers = dict(answers or {})
-    source = conventions.read_notebook(assignment.source_path)
+    source = load_solution(assignment)
     solutions = {conventions.grade_id(c): conventions.strip_solution_markers(c.source)
                  for c in source.cells if conventions.is_solution_cell(c)}
     unknown = set(answers) - set(solutions)

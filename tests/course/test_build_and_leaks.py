@@ -7,9 +7,10 @@ import shutil
 
 import pytest
 
-from autograder.course import conventions
 from autograder import selfgrade
+from autograder.course import conventions
 from autograder.course.build import build
+from autograder.course.solution_source import load_solution
 
 STUDENT_FACING = [conventions.NOTEBOOKS_DIR, conventions.REPO_ROOT / "utils", conventions.REPO_ROOT / "autograder"]
 
@@ -72,7 +73,7 @@ def _distinctive(line: str) -> bool:
 def test_no_solution_region_or_hidden_test_reaches_students():
     secret_lines: dict[str, str] = {}
     for assignment in conventions.assignments():
-        for cell in conventions.read_notebook(assignment.source_path).cells:
+        for cell in load_solution(assignment).cells:
             for line in _region_lines(cell.source, conventions.BEGIN_SOLUTION, conventions.END_SOLUTION):
                 if _distinctive(line):
                     secret_lines[line] = f"solution in {assignment.name}"

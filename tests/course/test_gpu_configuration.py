@@ -14,6 +14,7 @@ from nbclient import NotebookClient
 
 from autograder.course import conventions
 from utils import precision
+from autograder.course.solution_source import load_solution
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ def _execute_with_probe(name: str, probe: str, monkeypatch) -> tuple[dict, list[
     monkeypatch.setenv("COURSE_OFFLINE", "1")
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     assignment = next(a for a in conventions.assignments() if a.name == name)
-    nb = copy.deepcopy(conventions.read_notebook(assignment.source_path))
+    nb = copy.deepcopy(load_solution(assignment))
     nb.cells.append(nbformat.v4.new_code_cell(probe))
     client = NotebookClient(nb, timeout=1200, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(assignment.source_path.parent)}})

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import ast
+import collections
 import re
 
 import pytest
 
-from autograder.course import conventions
+from autograder.course import conventions, mutant_edits
 from autograder.batch.flags import flags_for
 from autograder.batch.tampering import tampering_for
 from autograder.course.setup_cell import SETUP_GRADE_ID, setup_cell_source
+from autograder.course.solution_source import load_solution
 
 GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 ALLOWED_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "points", "task", "checksum", "cell_type"}
@@ -18,7 +20,7 @@ ALLOWED_KEYS = {"schema_version", "grade", "solution", "locked", "grade_id", "po
 
 @pytest.fixture
 def nb(assignment):
-    return conventions.read_notebook(assignment.source_path)
+    return load_solution(assignment)
 
 
 def test_setup_cell_is_first_and_canonical(nb):
@@ -124,11 +126,24 @@ def test_test_cells_do_not_end_in_an_expression(nb):
 
 def test_every_exercise_has_three_mutants(assignment, nb):
     names = {e.name for e in conventions.exercises(nb)}
-    mutants = conventions.mutant_files(assignment)
-    unknown = set(mutants) - names
-    assert not unknown, f"mutant files name exercises that do not exist: {sorted(unknown)}"
-    short = {name: len(mutants.get(name, [])) for name in names if len(mutants.get(name, [])) < 3}
-    assert not short, f"every exercise needs at least 3 mutants in {assignment.mutants_dir}; too few: {short}"
-    for paths in mutants.values():
-        for path in paths:
-            assert conventions.BEGIN_SOLUTION not in path.read_text(), f"{path}: mutants hold plain code, no markers"
+    entries = mutant_edits.read_edits(assignment.mutants_path)
+    unknown = {e.exercise for e in entries} - names
+    assert not unknown, f"mutants name exercises that do not exist: {sorted(unknown)}"
+    counts = collections.Counter(e.exercise for e in entries)
+    short = {name: counts[name] for name in names if counts[name] < 3}
+    assert not short, f"every exercise needs at least 3 mutants in {assignment.mutants_path}; too few: {short}"
+    for entry in entries:
+        for edit in entry.edits:
+            assert not set(conventions.MARKERS) & {line.strip() for line in edit.with_}, (
+                f"{entry.name}: mutants hold plain code, no markers")
+
+
+def test_every_mutant_edit_applies_to_the_current_solution(assignment, nb):
+    """Each mutant's edits find their lines exactly once in the current solution cell (no kernel)."""
+    mutants = mutant_edits.assignment_mutants(assignment, nb)   # StaleMutant names the first that does not
+    entries = mutant_edits.read_edits(assignment.mutants_path)
+    assert sum(map(len, mutants.values())) == len(entries) > 0
+    for group in mutants.values():
+        for mutant in group:
+            compile(mutant.code, mutant.name, "exec")
+            assert mutant.code != mutant_edits.solution_cells(nb)[mutant.exercise], f"{mutant.name} changes nothing"

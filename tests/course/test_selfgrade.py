@@ -15,13 +15,14 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder.course import conventions, submissions
 from autograder import selfgrade
+from autograder.course import conventions, mutant_edits, submissions
 from autograder.course.build import build
 from autograder.batch.grading import grade
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.bubblewrap import bwrap_available
 from conftest import WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
+from autograder.course.solution_source import load_solution
 
 pytestmark = pytest.mark.slow
 
@@ -29,8 +30,8 @@ FIRST = conventions.assignments()[0]
 
 
 def _samples(assignment):
-    mistakes = {exercise: paths[0].read_text(encoding="utf-8")
-                for index, (exercise, paths) in enumerate(sorted(conventions.mutant_files(assignment).items()))
+    mutants = mutant_edits.assignment_mutants(assignment, load_solution(assignment))
+    mistakes = {exercise: group[0].code for index, (exercise, group) in enumerate(sorted(mutants.items()))
                 if index % 2 == 0}
     untouched = conventions.read_notebook(assignment.release_path)
     return {"correct": submissions.filled_in(assignment), "partial": submissions.filled_in(assignment, mistakes),

@@ -22,9 +22,9 @@ def test_every_test_passes_in_the_judge(report):
 
 def test_every_mutant_loses_points(report):
     assert report.mutants, "no mutants ran"
-    broken = [f"{m.path.name}: the mutant cell itself raised {m.setup_error}" for m in report.mutants if m.setup_error]
-    assert not broken, "broken mutant files:\n" + "\n".join(broken)
-    missed = [f"{m.path.name} ({m.description})" for m in report.mutants if not m.caught]
+    broken = [f"{m.name}: the mutant cell itself raised {m.setup_error}" for m in report.mutants if m.setup_error]
+    assert not broken, "broken mutants:\n" + "\n".join(broken)
+    missed = [f"{m.name} ({m.description})" for m in report.mutants if not m.caught]
     caught = len(report.mutants) - len(missed)
     print(f"{report.assignment}: {caught}/{len(report.mutants)} mutants caught")
     assert not missed, "wrong implementations that the tests let through:\n" + "\n".join(missed)

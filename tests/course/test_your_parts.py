@@ -21,12 +21,13 @@ import shutil
 import time
 from pathlib import Path
 
-import nbformat
 
 import pytest
 import torch
 import torch.nn as nn
 
+from autograder.course import conventions
+from autograder.course.solution_source import load_solution
 from utils import your_parts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def _run_notebook_09(here: Path) -> tuple[str, float, list[str]]:
     (the text it printed, the seconds its cells took, the errors)."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "solutions" / "09_your_gpt" / "your_gpt.ipynb", as_version=4)
+    nb = load_solution(next(a for a in conventions.assignments() if a.name == "09_your_gpt"))
     client = NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(here)}})
     printed, errors, seconds = [], [], 0.0

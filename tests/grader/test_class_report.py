@@ -29,6 +29,7 @@ from autograder.course import conventions, submissions
 from autograder.batch.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern
 from autograder.batch.class_report_page import render_page
 from autograder.batch.grading import grade
+from autograder.course.mutant_import import import_files
 from autograder.sandbox.limits import Limits
 from autograder.batch.shards import Shard
 from conftest import TEST_SANDBOX
@@ -60,6 +61,7 @@ def make_class(root: Path) -> Path:
     mutants.mkdir(parents=True)
     for name, code in MUTANTS.items():
         (mutants / f"double__{name}.py").write_text(code, encoding="utf-8")
+    import_files(sorted(mutants.glob("*.py")), solutions_dir=root / "solutions", mutants_dir=root / "mutants")
     submitted = root / "submitted"
     for student, code in CLASS.items():
         submissions.write(answer(assignment, root, code), submitted / student / "01_fixture" / "fixture.ipynb")

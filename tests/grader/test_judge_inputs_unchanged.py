@@ -209,11 +209,11 @@ checks.assert_close(traced.args_after[0], torch.arange(4.0) * 2, atol=0, rtol=0,
 
 
 def _course(root):
-    import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
     from autograder.course import conventions
     from autograder.course.build import build
+    from autograder.course.solution_source import write_text_source
     from fixture_course import _meta
 
     cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
@@ -226,7 +226,7 @@ def _course(root):
                                                             "name": "python3"}, "language_info": {"name": "python"}})
     source = root / "solutions" / "01_fixture" / "fixture.ipynb"
     source.parent.mkdir(parents=True)
-    nbformat.write(nb, str(source))
+    write_text_source(source, nb)
     build(root / "solutions", root / "notebooks")
     return conventions.Assignment("01_fixture", source)
 

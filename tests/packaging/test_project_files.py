@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from autograder.course import build as build_module
-from autograder.course import conventions, setup_cell
+from autograder.course import conventions, mutant_edits, setup_cell
 from autograder.__main__ import main as autograder_main
 from utils import environment
 
@@ -265,7 +265,7 @@ def test_the_container_copies_the_mutants_its_demo_needs():
     assert "COPY mutants/ mutants/" in dockerfile
     assert conventions.MUTANTS_DIR == conventions.REPO_ROOT / "mutants"
     for assignment in conventions.assignments():
-        assert conventions.mutant_files(assignment), f"no mutants for {assignment.name} in {conventions.MUTANTS_DIR}"
+        assert mutant_edits.read_edits(assignment.mutants_path), f"no mutants for {assignment.name} in {conventions.MUTANTS_DIR}"
 
 
 def test_the_demo_refuses_to_build_without_mutants(tmp_path, monkeypatch):
@@ -280,14 +280,14 @@ def test_check_command_reports_and_fails_on_a_missed_mutant(monkeypatch, capsys)
     """``python -m autograder check`` prints a line per notebook and exits 1 when a mutant is missed."""
     from autograder.course import check
 
-    caught = check.MutantResult("f", conventions.REPO_ROOT / "f__a.py", "a", ["test_f"])
-    missed = check.MutantResult("f", conventions.REPO_ROOT / "f__b.py", "b", [])
+    caught = check.MutantResult("f", "f__a", "a", ["test_f"])
+    missed = check.MutantResult("f", "f__b", "b", [])
     report = check.NotebookReport("01_next_token", 2.0, 60.0, mutants=[caught, missed])
     monkeypatch.setattr(check, "run_notebook", lambda assignment, with_mutants=True: report)
     assert autograder_main(["check", "01_next_token"]) == 1
     out = capsys.readouterr().out
     assert "01_next_token: 2.0 s of its 60 s budget (within budget)" in out and "mutants caught 1/2 (50%)" in out
-    assert "MISSED f__b.py: b" in out
+    assert "MISSED f__b: b" in out
     report.mutants = [caught]
     assert autograder_main(["check", "01_next_token"]) == 0
     assert autograder_main(["check", "no_such_assignment"]) == 2

@@ -19,6 +19,7 @@ from autograder.course import build as build_module  # noqa: E402
 from autograder.course import conventions  # noqa: E402
 from autograder.__main__ import main as autograder_main  # noqa: E402
 from autograder.course.build import build  # noqa: E402
+from autograder.course.solution_source import load_solution, write_solution  # noqa: E402
 from autograder.course.student_work import WorkWouldBeLost, work_in  # noqa: E402
 from fixture_course import SOLUTION, answer, make_course  # noqa: E402
 
@@ -56,11 +57,10 @@ def test_a_clean_rebuild_changes_nothing_and_switching_editions_is_silent(course
 
 def test_a_student_version_from_an_earlier_release_is_rebuilt_silently(course):
     """The author edits the exercise's docstring: the stub changes, the old stub was the build's own."""
-    _, root, released = course
-    source = root / "solutions" / "01_fixture" / NB
-    nb = nbformat.read(str(source), as_version=4)
+    assignment, root, released = course
+    nb = load_solution(assignment)
     nb.cells[2].source = SOLUTION.replace("(any shape)", "(any shape, any dtype)")
-    nbformat.write(nb, str(source))
+    write_solution(assignment, nb)
     changed = rebuild(root)
     assert released in changed and changed.backups == []
     assert "any dtype" in released.read_text(encoding="utf-8")
@@ -70,9 +70,8 @@ def test_filled_in_answers_are_refused_by_name_and_nothing_is_written(course):
     assignment, root, released = course
     nbformat.write(answer(assignment, root), str(released))
     work = released.read_bytes()
-    (root / "solutions" / "01_fixture" / NB).write_text(
-        (root / "solutions" / "01_fixture" / NB).read_text(encoding="utf-8").replace("(any shape)", "(all shapes)"),
-        encoding="utf-8")   # a build that would change the file
+    assignment.text_path.write_text(assignment.text_path.read_text(encoding="utf-8").replace("(any shape)", "(all shapes)"),
+                                    encoding="utf-8")   # a build that would change the file
     with pytest.raises(WorkWouldBeLost) as refused:
         rebuild(root)
     message = str(refused.value)

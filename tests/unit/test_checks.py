@@ -120,15 +120,14 @@ def test_values_that_differ_below_six_digits_are_printed_with_enough_digits_to_d
 
 def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
     """Run an exercise's visible test cell against a mutant, here in this process; return the first failure."""
-    from pathlib import Path
+    from autograder.course import conventions, mutant_edits
+    from autograder.course.solution_source import load_solution
 
-    import nbformat
-
-    root = Path(__file__).resolve().parents[2]
-    nb = nbformat.read(next((root / "solutions" / notebook).glob("*.ipynb")), as_version=4)
+    nb = load_solution(next(a for a in conventions.assignments() if a.name == notebook))
     visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
+    mutants = mutant_edits.mutants_by_exercise(nb, conventions.MUTANTS_DIR / f"{notebook}.toml", {exercise})
     namespace: dict = {}
-    exec((root / "mutants" / notebook / f"{exercise}__{mutant}.py").read_text(), namespace)
+    exec(next(m.code for m in mutants[exercise] if m.name == f"{exercise}__{mutant}"), namespace)
     with pytest.raises(AssertionError) as error:
         exec(visible, namespace)
     return str(error.value)

@@ -1,9 +1,0 @@
-"""Returns shape (B, T, T), without the size-1 head dimension."""
-import torch
-
-
-def left_padded_causal_mask(lengths, T):
-    pos = torch.arange(T)
-    look_back = pos[:, None] >= pos[None, :]
-    real_key = pos[None, :] >= (T - lengths)[:, None]
-    return look_back[None] & real_key[:, None, :]

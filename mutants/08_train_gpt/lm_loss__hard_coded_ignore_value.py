@@ -1,7 +1,0 @@
-"""Ignores -100 whatever ignore_index says."""
-import torch
-import torch.nn.functional as F
-
-
-def lm_loss(logits, targets, ignore_index=-100):
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
