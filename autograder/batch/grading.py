@@ -57,7 +57,7 @@ from .planning import STATE_FILE, Plan, load_state, plan_run
 from .preparation import Job, answer_sources, flag_sources, prepare_job, repair_submission
 from .report import GradeRow, write_csv
 from .shards import Shard, clear_marker, write_marker
-from .solution_source import load_solution
+from ..course.solution_source import load_solution
 from .stage_times import add as add_stage_time, stage
 from .warnings_log import captured
 

@@ -223,13 +223,8 @@ def import_files(paths: list[Path], exact: bool = False, keep: bool = False, rep
 def _import_assignment(assignment, target: Path, paths: list[Path], exact: bool, keep: bool, replace: bool) -> str:
     nb = load_solution(assignment)
     solutions = solution_cells(nb)
-    taken = {entry.name for entry in read_edits(target)}
     olds = [read_old(path) for path in paths]
-    clash = sorted(f"{old.exercise}__{old.slug}" for old in olds if f"{old.exercise}__{old.slug}" in taken)
-    if clash and not replace:
-        raise ValueError(f"{target} already has mutants named {', '.join(clash)} (--replace takes them out first)")
-    if clash:
-        target.write_text(without_entries(target.read_text(encoding="utf-8"), clash), encoding="utf-8")
+    _make_room(target, olds, replace)
     missing = sorted({old.exercise for old in olds} - set(solutions))
     if missing:
         raise ValueError(f"{assignment.name} has no exercise {', '.join(missing)} (mutant files {paths[0].parent})")
@@ -238,11 +233,25 @@ def _import_assignment(assignment, target: Path, paths: list[Path], exact: bool,
     target.write_text(text + "".join(entry_toml(entry) for entry in entries), encoding="utf-8")
     _check_imported(nb, target, olds, exact)
     if not keep:
-        for path in paths:
-            path.unlink()
-        if paths[0].parent.is_dir() and not any(paths[0].parent.iterdir()):
-            paths[0].parent.rmdir()
+        _delete_files(paths)
     return f"{assignment.name}: {len(entries)} mutants added to {target}" + ("" if keep else ", their files deleted")
+
+
+def _make_room(target: Path, olds: list, replace: bool) -> None:
+    """Mutants already in ``target`` under an imported file's name: an error, or (``replace``) taken out."""
+    taken = {entry.name for entry in read_edits(target)}
+    clash = sorted(f"{old.exercise}__{old.slug}" for old in olds if f"{old.exercise}__{old.slug}" in taken)
+    if clash and not replace:
+        raise ValueError(f"{target} already has mutants named {', '.join(clash)} (--replace takes them out first)")
+    if clash:
+        target.write_text(without_entries(target.read_text(encoding="utf-8"), clash), encoding="utf-8")
+
+
+def _delete_files(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink()
+    if paths[0].parent.is_dir() and not any(paths[0].parent.iterdir()):
+        paths[0].parent.rmdir()
 
 
 def without_entries(text: str, names: list[str]) -> str:
