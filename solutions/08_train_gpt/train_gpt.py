@@ -1376,7 +1376,9 @@ class TrainingRun:
         torch.save(self.state_dict(), path)
 
     def load(self, path):
-        self.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+        # Loaded onto the CPU: the batch generator's state must stay a CPU ByteTensor (set_state refuses a CUDA
+        # one), and load_state_dict moves the model's and the optimizer's tensors to where their parameters are.
+        self.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
         return self
 
 
