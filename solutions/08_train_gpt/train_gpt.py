@@ -1441,7 +1441,7 @@ plt.show()
 # Now the real thing: the character-level corpus from section 1. The configuration depends on the device.
 # On a GPU it is a model of the class of the well-known "shakespeare-char" recipe: 6 layers, 6 heads,
 # 384 wide, a context of 256 characters, dropout 0.2, about 10.7 million parameters, 3000 steps of 64
-# windows (untimed: no GPU was lent to the course's maintainers; the cell prints its own time and peak memory). On a CPU it is a
+# windows (the cell prints its own time and peak memory; one H100's are in the README). On a CPU it is a
 # 2-layer, 64-wide model trained for 800 steps (about 15 seconds on two cores): long enough for real words to show up.
 # Look at a sample before training, train, and look again.
 

@@ -1902,8 +1902,8 @@ def val_bits_per_byte(model, data, block_size, decode):
 # Before the run the cell prints its predicted time and memory by notebook 10's accounting (6N + 12LTd
 # FLOPs per token at an assumed share of the device's peak; 16 bytes per parameter plus activations), for
 # this device and for Colab's T4; after it, the measured ones beside them. A target of 1.5 bits per byte
-# is stated for the GPU run; the course's maintainers have not yet run it on a GPU (untimed), so the cell
-# says whether it was reached. If the validation figure disappoints while the training loss keeps
+# is stated for the GPU run, and the cell says whether it was reached (the course's maintainers ran it on an
+# H100; what it printed there is in the README's section on training at scale; no T4 was tried). If the validation figure disappoints while the training loss keeps
 # falling, the model is memorising: shorten the run (`steps`) and compare.
 
 # %% id="c48"
