@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.cpu_time import ONE_THREAD  # noqa: E402
+from autograder.sandbox.cpu_time import ONE_THREAD  # noqa: E402
 
 PART_NOTEBOOKS = {"02_tokenization": "tokenization.ipynb", "05_multi_head": "multi_head.ipynb",
                   "06_positions": "positions.ipynb", "07_block": "block.ipynb"}

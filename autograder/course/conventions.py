@@ -52,7 +52,7 @@ class Assignment:
 
     @property
     def mutants_path(self) -> Path:
-        """The assignment's mutants: named edits of its solution cells (``autograder/mutant_edits.py``)."""
+        """The assignment's mutants: named edits of its solution cells (``autograder/course/mutant_edits.py``)."""
         return MUTANTS_DIR / f"{self.name}.toml"
 
 

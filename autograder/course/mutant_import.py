@@ -199,7 +199,7 @@ def entry_toml(entry: MutantEdits) -> str:
 
 FILE_HEADER = ("# Mutants of {name}: wrong answers that must lose points, as edits of the solution cells.\n"
                "# <exercise>.<mistake> = {{mistake = what the class report calls it, edit = hunks of the cell}}\n"
-               "# (autograder/mutant_edits.py; CONTRIBUTING.md, \"Mutants\"). Add old-format files with\n"
+               "# (autograder/course/mutant_edits.py; CONTRIBUTING.md, \"Mutants\"). Add old-format files with\n"
                "# python -m autograder mutants import mutants/{name}/*.py\n")
 
 
