@@ -255,7 +255,7 @@ def best_time(fn, device, warmup: int = 3, repeats: int = 5) -> float:
     return best
 
 
-def peak_flops(device, cfg: Config, override_tflops: float | None) -> tuple[float, str]:
+def peak_flops(device, cfg: Config, override_tflops: float | None, model=None, batch: int = 1) -> tuple[float, str]:
     if override_tflops:
         return override_tflops * 1e12, "given on the command line"
     if device.type == "cuda":
@@ -265,9 +265,31 @@ def peak_flops(device, cfg: Config, override_tflops: float | None) -> tuple[floa
                 tflops = half if cfg.dtype in ("bfloat16", "float16") else single
                 return tflops * 1e12, f"{name} datasheet peak for {cfg.dtype}"
         return float("nan"), f"unknown GPU {name}"
-    # CPU: no datasheet figure to trust, so measure what float32 matmul reaches here, with these threads.
-    a = torch.randn(1024, 1024)
-    return 2 * 1024**3 / best_time(lambda: a @ a, device, warmup=0), f"measured 1024x1024 float32 matmul, {torch.get_num_threads()} threads"
+    # CPU: no datasheet figure to trust, so measure what float32 matmul reaches here, with these threads,
+    # at the model's own shapes: the median of many timed products (one timing is too noisy to divide by).
+    return measured_matmul_peak(model, batch * cfg.block_size, device)
+
+
+def measured_matmul_peak(model, rows: int, device, repeats: int = 31) -> tuple[float, str]:
+    """The highest median FLOP/s over the forward products ``x @ W.T`` of the model's linear layers, each
+    timed ``repeats`` times on its own, and a text with the spread (10th to 90th percentile) of that shape."""
+    best, best_text = 0.0, "no linear layer"
+    for n_out, n_in in sorted({tuple(m.weight.shape) for m in model.modules() if isinstance(m, nn.Linear)}):
+        x, w = torch.randn(rows, n_in, device=device), torch.randn(n_out, n_in, device=device)
+        for _ in range(3):
+            x @ w.T
+        rates = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            x @ w.T
+            rates.append(2 * rows * n_in * n_out / (time.perf_counter() - start))
+        rates.sort()
+        median = rates[len(rates) // 2]
+        if median > best:
+            low, high = rates[len(rates) // 10], rates[(9 * len(rates)) // 10]
+            best, best_text = median, (f"median of {repeats} float32 products ({rows}x{n_in}) @ ({n_in}x{n_out}), "
+                                       f"{torch.get_num_threads()} threads; 10-90 % spread {low / 1e9:.1f}-{high / 1e9:.1f} GFLOP/s")
+    return best, best_text
 
 
 def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float:
@@ -396,7 +418,7 @@ def main(argv=None) -> dict:
     if cfg.compile:
         train_model = torch.compile(train_model)
     per_token = flops_per_token(model, cfg)
-    peak, peak_source = peak_flops(device, cfg, args.peak_tflops)
+    peak, peak_source = peak_flops(device, cfg, args.peak_tflops, model, local_batch)
     say(f"{sum(p.numel() for p in model.parameters()):,} parameters | {world} process(es) on {device} | "
         f"{precision.reason} | vocabulary {len(chars)} | train {len(train_data):,} val {len(val_data):,} characters")
 
@@ -408,7 +430,7 @@ def main(argv=None) -> dict:
     tokens = 0
     # Throughput leaves out the first steps (torch.compile compiles there, caches warm up).
     skip = min(10, cfg.max_iters // 2)
-    steady_seconds, steady_tokens, timed_steps = 0.0, 0, 0
+    steady_seconds, steady_tokens, timed_steps, warmup_seconds = 0.0, 0, 0, 0.0
     profiler = None
     for step in range(cfg.max_iters):
         if args.profile and step == skip:
@@ -447,6 +469,8 @@ def main(argv=None) -> dict:
             if rank == 0:
                 sort_by = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
                 print(profiler.key_averages().table(sort_by=sort_by, row_limit=20), flush=True)
+        if step < skip:
+            warmup_seconds += time.perf_counter() - start
         if step >= skip and not profiling:
             steady_seconds += time.perf_counter() - start
             steady_tokens += cfg.batch_size * cfg.block_size
@@ -467,7 +491,7 @@ def main(argv=None) -> dict:
         "config": asdict(cfg), "processes": world, "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU",
         "parameters": sum(p.numel() for p in model.parameters()),
-        "tokens_per_second": tokens_per_second, "timed_steps": timed_steps, "train_seconds": train_seconds, "wall_seconds": wall,
+        "tokens_per_second": tokens_per_second, "timed_steps": timed_steps, "warmup_seconds": warmup_seconds, "train_seconds": train_seconds, "wall_seconds": wall,
         "mfu": per_token * tokens_per_second / peak, "peak_flops": peak, "peak_source": peak_source,
         "matmul_floor_ms": 1e3 * floor, "tokens_per_second_ceiling": cfg.batch_size * cfg.block_size / floor,
         "peak_memory_mb": peak_memory_bytes(device) / 2**20,
@@ -475,7 +499,7 @@ def main(argv=None) -> dict:
         "loss_curve": losses, "parameter_checksum": checksum, "load_average": os.getloadavg(),
     }
     if rank == 0:
-        print(f"training tokens/s {tokens_per_second:,.0f} (after step {skip}) | MFU {100 * result['mfu']:.1f} % of {peak / 1e12:.3g} TFLOP/s "
+        print(f"training tokens/s {tokens_per_second:,.0f} (after step {skip}; the first {skip} steps took {warmup_seconds:.1f} s) | MFU {100 * result['mfu']:.1f} % of {peak / 1e12:.3g} TFLOP/s "
               f"({peak_source}) | peak memory {result['peak_memory_mb']:,.0f} MiB | "
               f"train loss {train_loss:.4f} | val loss {val_loss:.4f} | wall {wall:.1f} s "
               f"(training {train_seconds:.1f} s) | load average {os.getloadavg()[0]:.2f}", flush=True)
