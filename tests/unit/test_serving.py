@@ -114,6 +114,31 @@ def test_a_cpu_clock_limit_counts_this_processs_cpu_seconds_not_the_clock(instal
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0) == signal.getitimer(signal.ITIMER_REAL)
 
 
+def test_a_cpu_clock_limit_starts_with_no_garbage_left_to_collect(installed):
+    # A full collection charged to the timed call would count the heap earlier work built (a test's
+    # 95,000-word corpus), not the student's call: the speed clock starts after one.
+    import gc
+
+    def collected():
+        return sum(stats["collected"] for stats in gc.get_stats())
+
+    gc.disable()                     # only the collections the code under test asks for
+    try:
+        for _ in range(50_000):      # cycles: only the collector frees them
+            cycle = []
+            cycle.append(cycle)
+        del cycle
+        before = collected()
+        with installed.applied(5, cpu=True):
+            on_entry = collected() - before
+            assert signal.getitimer(signal.ITIMER_PROF)[0] > 0
+        with installed.applied(5):   # a wall-clock limit (every request's safety net) collects nothing
+            assert collected() - before == on_entry
+    finally:
+        gc.enable()
+    assert on_entry >= 50_000
+
+
 @pytest.mark.parametrize("limit", [None, 0, -1, True, "5"])
 def test_a_missing_or_meaningless_limit_sets_no_alarm(installed, limit):
     with installed.applied(limit):
