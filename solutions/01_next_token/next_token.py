@@ -1524,7 +1524,7 @@ print("ZeroLayerTransformer: hidden init tests passed")
 # averages of the gradients, its state, from step to step).
 #
 # *Points: 1 visible, 3 hidden (losses and weights, with models that do and don't read the whole
-# window), 1 hidden (edge cases: zero steps, return types, the tokens left unchanged).*
+# window, and one that arrives holding gradients), 1 hidden (edge cases: zero steps, return types, the tokens left unchanged).*
 #
 # **Predict before you run.** The tests below train a $3 \times 3$ table of logits that starts at zero, on the
 # text `0 1 2 0 1 2 ...`, with `lr = 0.1`. Adam's very first update moves every weight whose gradient is not
@@ -1677,6 +1677,22 @@ for model_name, vocab, n, steps, lr, batch_size, block_size, seed in [
                              "every step; one Adam optimizer for the whole run; record each loss before its update.")
     checks.assert_close(next(iter(model.state_dict().values())), expected_W, atol=1e-7, rtol=1e-6,
                         name=f"{name}: weights after training")
+
+# A model that arrives holding gradients (left by a gradient check): step 1 clears them before its backward,
+# so every update is the gradient of its own batch only (clearing after the step instead adds the old ones in).
+tokens = torch.randint(0, 6, (60,), generator=g)
+W0 = torch.randn(6, 6, generator=g, dtype=torch.float64)
+model = probes.make("torch.nn.Embedding", 6, 6, dtype=torch.float64, state_dict={"weight": W0})
+probes.gradients(model, torch.tensor([[0, 1, 2, 3, 4, 5]]), grad_output=50 * torch.randn(1, 6, 6, generator=g, dtype=torch.float64))
+expected_W, expected_losses = reference_train(W0, tokens, 3, 0.1, 4, 5, 16)
+losses = train(model, tokens, 3, 0.1, 4, 5, torch.Generator().manual_seed(16))
+name = "train(bigram table that holds gradients from an earlier backward, steps=3)"
+checks.assert_close(next(iter(model.state_dict().values())), expected_W, atol=1e-7, rtol=1e-6,
+                    name=f"{name}: weights after training",
+                    hint="Step 4 of the docstring: clear the old gradients BEFORE backpropagating (optimizer.zero_grad(), "
+                         "then loss.backward(), then optimizer.step()); the model may arrive with gradients in .grad.")
+checks.assert_close(torch.tensor([float(v) for v in losses], dtype=torch.float64),
+                    torch.tensor(expected_losses, dtype=torch.float64), atol=1e-7, rtol=1e-6, name=f"{name}: losses")
 print("train: hidden tests passed")
 ### END HIDDEN TESTS
 

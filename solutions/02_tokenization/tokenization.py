@@ -1233,7 +1233,7 @@ checks.assert_equal(pc.words(), {}, name="PairCounter({}).words() after a merge"
 # %% [markdown] id="c29"
 # ### Exercise 5: train BPE
 #
-# *Points: 1 visible, 3 hidden (agreement with HF tokenizers, tie-breaking values, multi-byte characters, speed), 1 hidden (edge cases: overlapping pairs, early stop, zero merges).*
+# *Points: 1 visible, 3 hidden (agreement with HF tokenizers, tie-breaking values, multi-byte characters, speed), 1 hidden (edge cases: overlapping pairs, early stop, zero merges, return types).*
 #
 # Put the pieces together. `train_bpe(text, num_merges)` splits the text into words with
 # `split_words`, counts each distinct word, and then repeats *pick the top pair (tie rule) → merge*
@@ -1463,7 +1463,7 @@ del _trained, _hf_merges
 ### END HIDDEN TESTS
 
 # %% id="19cfceeb" nbgrader={"grade": true, "grade_id": "test_train_bpe_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for train_bpe (edge cases: overlapping pairs, early stop, zero merges) run when your notebook is graded.
+# Hidden tests for train_bpe (edge cases: overlapping pairs, early stop, zero merges, return types) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import json
 import re
@@ -1530,6 +1530,19 @@ checks.assert_equal(merges, [(97, 97), (256, 256)], name="train_bpe('aaaa', 10)"
                     hint="after two merges 'aaaa' is one token: stop early instead of failing.")
 merges, vocab = _trained("hello world", 0)
 checks.assert_equal((merges, len(vocab)), ([], 256), name="train_bpe('hello world', 0)")
+
+# Return types as stated: a list of (a, b) tuples of Python ints (hashable: encode and the demos look pairs
+# up in dicts), and a dict of int ids to bytes.
+merges, vocab = train_bpe("abab cdcd abab", 3)
+checks.assert_true(type(merges) is list and len(merges) == 3
+                   and all(type(p) is tuple and len(p) == 2 and all(type(t) is int for t in p) for p in merges),
+                   name="the merges of train_bpe('abab cdcd abab', 3)",
+                   problem=f"expected a list of 3 tuples (a, b) of Python ints, got {merges!r}.",
+                   hint="Append each merged pair as a tuple of ints, merges.append((a, b)); not a list or a NumPy pair.")
+checks.assert_true(type(vocab) is dict and all(type(i) is int and type(v) is bytes for i, v in vocab.items()),
+                   name="the vocab of train_bpe('abab cdcd abab', 3)",
+                   problem=f"expected a dict of int ids to bytes, got {sorted(set((type(i).__name__, type(v).__name__) for i, v in vocab.items()))}.",
+                   hint="vocab[i] = bytes([i]) for the bytes and vocab[a] + vocab[b] (bytes, not bytearray) for a merge.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c33"

@@ -330,6 +330,12 @@ checks.assert_close(out, torch.tensor([-1.3416355, -0.4472118, 0.4472118, 1.3416
                     name="LayerNorm(4)([1, 2, 3, 4])",
                     hint="sigma^2 = 1.25 (divide by d = 4, not 3). Values 0.866 times too small mean the unbiased variance.")
 
+# The same vector shifted by 1e4, in float32: the normalised values do not change.
+checks.assert_close(ln(torch.tensor([10001.0, 10002.0, 10003.0, 10004.0])), torch.tensor([-1.3416355, -0.4472118, 0.4472118, 1.3416355]),
+                    atol=1e-4, name="LayerNorm(4)([10001, 10002, 10003, 10004]) in float32",
+                    hint="Subtract the mean before squaring: E[x^2] - E[x]^2 is about 1e8 - 1e8 here, and float32 keeps "
+                         "no digit of the 1.25 left over (NaN or garbage).")
+
 # eps = 1 makes the placement of eps visible: var = 1, so (x - mu) / sqrt(1 + 1) = +-0.7071.
 out = LayerNorm(2, eps=1.0)(torch.tensor([-1.0, 1.0]))
 checks.assert_close(out, torch.tensor([-0.70710678, 0.70710678]), atol=1e-5, name="LayerNorm(2, eps=1.0)([-1, 1])",
@@ -645,6 +651,11 @@ ffn.load_state_dict(weights)
 checks.assert_close(ffn(z), torch.tensor([[0.04550026, 0.15865526, 0.0, -0.84134475, -1.95449972]]), atol=2e-6,
                     name="FeedForward(5, 5, 'gelu') with fc1 = I, fc2 = -I",
                     hint="-GELU(z) with the EXACT GELU z * Phi(z): GELU(1) = 0.841345. The tanh approximation gives 0.841192.")
+default = FeedForward(5, d_ff=5)
+default.load_state_dict(weights)
+checks.assert_close(default(z), torch.tensor([[0.04550026, 0.15865526, 0.0, -0.84134475, -1.95449972]]), atol=2e-6,
+                    name="FeedForward(5, 5) with the default activation, fc1 = I, fc2 = -I",
+                    hint='activation="gelu" is the default: -GELU(z), not -ReLU(z) = (0, 0, 0, -1, -2).')
 
 # Biases and a (B, T, d) input: every position gets the same map.
 ffn.load_state_dict({"fc1.weight": torch.eye(5), "fc1.bias": torch.ones(5), "fc2.weight": torch.eye(5), "fc2.bias": torch.full((5,), -1.0)})
@@ -807,7 +818,7 @@ print("FeedForward: hidden tests (edge cases) passed")
 #
 # ### Exercise 3: `PreLNBlock` (2 + 3 + 1 points)
 #
-# *Points: 2 visible, 3 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, and the default `causal=False`).*
+# *Points: 2 visible, 3 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, in training and in eval mode, and the default `causal=False`).*
 #
 # Hints: two separate LayerNorms, one per sublayer (they learn different scales). The residual adds the
 # block's input as it came in, not its normalised copy. Build the mask from the sequence length of the
@@ -954,6 +965,12 @@ checks.assert_close(block(x2, causal=True)[:, :-1], block(x, causal=True)[:, :-1
                     name="causal outputs at positions 0..3 after changing position 4",
                     hint="With causal=True pass attn_mask = a (T, T) boolean tensor, True above the diagonal.")
 
+# A longer sequence after the calls with T = 5: each call builds the mask for its own length.
+x7 = torch.randn(1, 7, 8, generator=g)
+checks.assert_close(block(x7, causal=True), reference(sd, x7, 2, 32, "gelu", True, True), atol=1e-5, rtol=1e-4,
+                    name="PreLNBlock(8, 2)(x, causal=True) on T = 7 after calls with T = 5",
+                    hint="Build the mask from this call's T; a mask kept from an earlier call has the wrong size.")
+
 # The exercise from the text: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
 stack = probes.make("torch.nn.Sequential", *[PreLNBlock(64, 4) for _ in range(4)])
 result = probes.gradients(stack, torch.randn(2, 12, 64, generator=g).requires_grad_())
@@ -1077,12 +1094,12 @@ print("PreLNBlock: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="26268217" nbgrader={"grade": true, "grade_id": "test_PreLNBlock_hidden_lengths", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for PreLNBlock (lengths) run when your notebook is graded.
+# Hidden tests for PreLNBlock (lengths and modes) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 from utils import checks, probes
 
-PRE = True
+PRE, NAME = True, "PreLNBlock(12, 3, 24)"
 g = torch.Generator().manual_seed(7101)
 
 
@@ -1106,6 +1123,18 @@ class Reference(torch.nn.Module):
         return self.ln2(x + ffn(x))
 
 
+def check_calls_in_turn(block, ref, calls, mode, hint):
+    # The same block on each (T, causal) in turn against the reference; its mode must stay as it was set.
+    for T, causal in calls:
+        x = torch.randn(2, T, 12, generator=g)
+        with torch.no_grad():
+            expected = ref(x, causal)
+        name = f"the same {NAME} in {mode} mode on T = {T}, causal={causal} (after calls with other lengths)"
+        checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name, hint=hint)
+    checks.assert_equal(block.training, mode == "training", name=f"{NAME}.training after calls in {mode} mode",
+                        hint="forward leaves the module in the mode its caller set (no self.train() or self.eval() inside).")
+
+
 ref = Reference(12, 3, 24)
 with torch.no_grad():
     for p in ref.parameters():
@@ -1113,26 +1142,26 @@ with torch.no_grad():
 sd = {k: v.detach().clone() for k, v in ref.state_dict().items()}
 block = PreLNBlock(12, 3, 24)
 block.load_state_dict(sd)
-# One block, several sequence lengths, in an order where a mask kept from an earlier call shows
-# (a shorter one first, then a longer one), causal and not, and the default causal=False.
-for T, causal in [(3, True), (7, True), (2, False), (5, True), (1, True), (6, False)]:
-    x = torch.randn(2, T, 12, generator=g)
-    with torch.no_grad():
-        expected = ref(x, causal)
-    name = f"the same PreLNBlock(12, 3, 24) on T = {T}, causal={causal} (after calls with other lengths)"
-    checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name,
-                        hint="Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
+# Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
+# first, then a longer one), causal and not.
+check_calls_in_turn(block, ref, [(3, True), (7, True), (2, False), (5, True), (1, True), (6, False)], "training",
+                    "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
     expected = ref(x, False)
-checks.assert_close(block(x), expected, atol=2e-5, rtol=2e-4, name="PreLNBlock(12, 3, 24)(x) with the default causal=False",
+checks.assert_close(block(x), expected, atol=2e-5, rtol=2e-4, name=f"{NAME}(x) with the default causal=False",
                     hint="causal defaults to False: every position attends to every position.")
+# In eval mode (evaluation, generation) causal=True still masks the future: the mask is part of the model.
+block.eval()
+check_calls_in_turn(block, ref, [(4, True), (8, True), (3, False)], "eval",
+                    "Apply the causal mask whenever causal=True, in eval mode as in training mode.")
+print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="60dd8c88"
 # ### Exercise 4: `PostLNBlock` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, and the default `causal=False`).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, in training and in eval mode, and the default `causal=False`).*
 #
 # The original arrangement: each sublayer reads the stream as it is, its output is added, and the **sum**
 # is normalised,
@@ -1275,6 +1304,12 @@ checks.assert_close(block(x2, causal=True)[:, :-1], block(x, causal=True)[:, :-1
                     name="causal outputs at positions 0..3 after changing position 4",
                     hint="With causal=True pass attn_mask = a (T, T) boolean tensor, True above the diagonal.")
 
+# A longer sequence after the calls with T = 5: each call builds the mask for its own length.
+x7 = torch.randn(1, 7, 8, generator=g)
+checks.assert_close(block(x7, causal=True), reference(sd, x7, 2, 32, "gelu", False, True), atol=1e-5, rtol=1e-4,
+                    name="PostLNBlock(8, 2)(x, causal=True) on T = 7 after calls with T = 5",
+                    hint="Build the mask from this call's T; a mask kept from an earlier call has the wrong size.")
+
 # The exercise from the text: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
 stack = probes.make("torch.nn.Sequential", *[PostLNBlock(64, 4) for _ in range(4)])
 result = probes.gradients(stack, torch.randn(2, 12, 64, generator=g).requires_grad_())
@@ -1398,12 +1433,12 @@ print("PostLNBlock: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="b97a022b" nbgrader={"grade": true, "grade_id": "test_PostLNBlock_hidden_lengths", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for PostLNBlock (lengths) run when your notebook is graded.
+# Hidden tests for PostLNBlock (lengths and modes) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 from utils import checks, probes
 
-PRE = False
+PRE, NAME = False, "PostLNBlock(12, 3, 24)"
 g = torch.Generator().manual_seed(7102)
 
 
@@ -1427,6 +1462,18 @@ class Reference(torch.nn.Module):
         return self.ln2(x + ffn(x))
 
 
+def check_calls_in_turn(block, ref, calls, mode, hint):
+    # The same block on each (T, causal) in turn against the reference; its mode must stay as it was set.
+    for T, causal in calls:
+        x = torch.randn(2, T, 12, generator=g)
+        with torch.no_grad():
+            expected = ref(x, causal)
+        name = f"the same {NAME} in {mode} mode on T = {T}, causal={causal} (after calls with other lengths)"
+        checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name, hint=hint)
+    checks.assert_equal(block.training, mode == "training", name=f"{NAME}.training after calls in {mode} mode",
+                        hint="forward leaves the module in the mode its caller set (no self.train() or self.eval() inside).")
+
+
 ref = Reference(12, 3, 24)
 with torch.no_grad():
     for p in ref.parameters():
@@ -1434,20 +1481,20 @@ with torch.no_grad():
 sd = {k: v.detach().clone() for k, v in ref.state_dict().items()}
 block = PostLNBlock(12, 3, 24)
 block.load_state_dict(sd)
-# One block, several sequence lengths, in an order where a mask kept from an earlier call shows
-# (a shorter one first, then a longer one), causal and not, and the default causal=False.
-for T, causal in [(3, True), (7, True), (2, False), (5, True), (1, True), (6, False)]:
-    x = torch.randn(2, T, 12, generator=g)
-    with torch.no_grad():
-        expected = ref(x, causal)
-    name = f"the same PostLNBlock(12, 3, 24) on T = {T}, causal={causal} (after calls with other lengths)"
-    checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name,
-                        hint="Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
+# Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
+# first, then a longer one), causal and not.
+check_calls_in_turn(block, ref, [(3, True), (7, True), (2, False), (5, True), (1, True), (6, False)], "training",
+                    "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
     expected = ref(x, False)
-checks.assert_close(block(x), expected, atol=2e-5, rtol=2e-4, name="PostLNBlock(12, 3, 24)(x) with the default causal=False",
+checks.assert_close(block(x), expected, atol=2e-5, rtol=2e-4, name=f"{NAME}(x) with the default causal=False",
                     hint="causal defaults to False: every position attends to every position.")
+# In eval mode (evaluation, generation) causal=True still masks the future: the mask is part of the model.
+block.eval()
+check_calls_in_turn(block, ref, [(4, True), (8, True), (3, False)], "eval",
+                    "Apply the causal mask whenever causal=True, in eval mode as in training mode.")
+print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="542e46fc"

@@ -323,6 +323,22 @@ checks.assert_raises(ValueError, get_batch, np.arange(6, dtype=np.uint16), 6, 1,
 call = probes.traced_call(get_batch, np.arange(20, dtype=np.uint16), 5, 4, torch.Generator().manual_seed(1))
 checks.assert_true(not call.shares_memory, name="x and y versus data",
                    problem="the result shares memory with the data array.", hint="Return new tensors (copy the windows).")
+
+# generator=None draws from PyTorch's global generator: the same global seed gives the same windows, and the
+# next call, the global state having moved on, gives other ones.
+data = np.arange(1000, dtype=np.uint16)
+probes.make("torch.manual_seed", 1234)
+first = get_batch(data, 8, 16)
+probes.make("torch.manual_seed", 1234)
+again = get_batch(data, 8, 16)
+later = get_batch(data, 8, 16)
+checks.assert_equal(again[0].tolist(), first[0].tolist(), name="get_batch(data, 8, 16) after torch.manual_seed(1234), twice",
+                    hint="generator=None means PyTorch's global generator: pass generator=None on to torch.randint, "
+                         "which then draws from it (not NumPy's or Python's random).")
+checks.assert_true(later[0].tolist() != first[0].tolist(), name="two calls of get_batch(data, 8, 16) without a generator",
+                   problem="the second call drew the same 16 windows as the first.",
+                   hint="With generator=None draw from the global generator, whose state moves on from call to call; "
+                        "a new torch.Generator() made in each call gives the same windows every time.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c10"
@@ -532,6 +548,9 @@ ids = torch.tensor([0, 1, 2, 1])
 checks.assert_raises(ValueError, ngram_nll, ids, ids, 3, 0, 1.0, name="ngram_nll with order = 0")
 checks.assert_raises(ValueError, ngram_nll, ids, ids, 3, 2, 0.0, name="ngram_nll with alpha = 0")
 checks.assert_raises(ValueError, ngram_nll, ids, torch.tensor([1, 2]), 3, 3, 1.0, name="ngram_nll with fewer val tokens than order")
+checks.assert_raises(ValueError, ngram_nll, torch.tensor([1, 2]), ids, 3, 3, 1.0, name="ngram_nll with fewer train tokens than order",
+                     hint="len(train_ids) < order: the training data holds no n-gram at all.")
+checks.assert_raises(ValueError, ngram_nll, ids, ids, 3, 2, -0.5, name="ngram_nll with alpha = -0.5", hint="alpha must be > 0.")
 ### END HIDDEN TESTS
 
 # %% id="c20"
