@@ -27,15 +27,15 @@
 #
 # | # | exercise | what it does | points |
 # |---|---|---|---|
-# | 1 | `split_words` | a GPT-2 style regex pre-tokenizer: words, digits, contractions, whitespace | 1 + 2 |
-# | 2 | `count_pairs` | count adjacent token pairs in a corpus of words | 1 + 2 |
-# | 3 | `merge` | replace one pair by a new token | 1 + 2 |
-# | 4 | `PairCounter` | keep the pair counts up to date after a merge, touching only the words that change | 1 + 3 |
-# | 5 | `train_bpe` | learn the merges, in order, and the vocabulary | 1 + 3 |
-# | 6 | `encode` | text → token ids with the learned merges | 1 + 3 |
-# | 7 | `decode` | token ids → text | 1 + 2 |
-# | 8 | `encode_with_specials` | special tokens such as `<|endoftext|>`: never merged, always one id | 1 + 2 |
-# | 9 | `one_hot` | the embedding lookup as a matrix product | 1 + 2 |
+# | 1 | `split_words` | a GPT-2 style regex pre-tokenizer: words, digits, contractions, whitespace | 1 + 3 |
+# | 2 | `count_pairs` | count adjacent token pairs in a corpus of words | 1 + 3 |
+# | 3 | `merge` | replace one pair by a new token | 1 + 3 |
+# | 4 | `PairCounter` | keep the pair counts up to date after a merge, touching only the words that change | 1 + 5 |
+# | 5 | `train_bpe` | learn the merges, in order, and the vocabulary | 1 + 4 |
+# | 6 | `encode` | text → token ids with the learned merges | 1 + 4 |
+# | 7 | `decode` | token ids → text | 1 + 3 |
+# | 8 | `encode_with_specials` | special tokens such as `<|endoftext|>`: never merged, always one id | 1 + 3 |
+# | 9 | `one_hot` | the embedding lookup as a matrix product | 1 + 3 |
 #
 # Each exercise has visible tests (run them) and hidden tests that run when the notebook is graded. A
 # few questions ask you to **predict before you run**: write your guess down, then open the answer. The
@@ -943,7 +943,7 @@ for word in list(after)[:4]:
 #
 # ### Exercise 4: a pair counter that updates itself
 #
-# *Points: 1 visible, 2 hidden (counts and words after every merge), 1 hidden (speed: the cost of a merge
+# *Points: 1 visible, 3 hidden (counts and words after every merge), 1 hidden (speed: the cost of a merge
 # follows the words that contain the pair), 1 hidden (edge cases: return values, inputs left unchanged,
 # absent pairs, one-token words).*
 #

@@ -217,7 +217,7 @@ print(f"train {len(char_train):,} tokens, validation {len(char_val):,}; dtype {c
 # `data[s : s + T]` (input) and `data[s + 1 : s + T + 1]` (target), and return them as `int64` tensors. A
 # window must never **cross the end** of the data: the last valid start is $N - T - 1$.
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (dtypes, errors and edge cases).*
+# *Points: 1 visible, 2 hidden (behaviour), 2 hidden (dtypes, errors, the global generator by default, edge cases).*
 
 # %% id="c06" nbgrader={"grade": false, "grade_id": "get_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import numpy as np
@@ -1176,7 +1176,7 @@ checks.assert_raises(ValueError, clip_grad_norm, [torch.ones(2)], 0.0, name="cli
 # %% [markdown] id="c41"
 # ### Exercise: the training step
 #
-# *Points: 1 visible, 2 hidden (losses and parameters after steps with changing learning rates and clipping, SGD with momentum), 1 hidden (edge cases: the default max_norm, the loss returned as a Python float), 1 hidden (mixed precision: autocast around the forward only, a loss scaler's calls in order, clipping on the unscaled gradients).*
+# *Points: 1 visible, 2 hidden (losses and parameters after steps with changing learning rates and clipping, SGD with momentum), 1 hidden (two parameter groups and two tensors: every group's learning rate set, clipping over both), 1 hidden (edge cases: the default max_norm, the loss returned as a Python float), 1 hidden (mixed precision: autocast around the forward only, a loss scaler's calls in order, clipping on the unscaled gradients).*
 #
 # The body of the training loop is yours. One step, in this order:
 #

@@ -147,3 +147,53 @@ def test_every_mutant_edit_applies_to_the_current_solution(assignment, nb):
         for mutant in group:
             compile(mutant.code, mutant.name, "exec")
             assert mutant.code != mutant_edits.solution_cells(nb)[mutant.exercise], f"{mutant.name} changes nothing"
+
+
+STATED_POINTS = re.compile(r"\*Points: (.*?)\*", re.DOTALL)
+HEADING_POINTS = re.compile(r"\(((?:\d+ \+ )*\d+) points\)")
+
+
+def _points_of_test_cells(nb, exercise: str) -> int:
+    total = 0
+    for cell in nb.cells:
+        meta = conventions.nbgrader_meta(cell)
+        gid = meta.get("grade_id", "") if meta and meta.get("grade") else ""
+        if gid == f"test_{exercise}" or gid.startswith(f"test_{exercise}_hidden"):
+            total += int(meta.get("points", 0))
+    return total
+
+
+def test_the_points_a_notebook_states_are_the_points_its_test_cells_give(nb):
+    # "*Points: 1 visible, 2 hidden (...), 1 hidden (...)*" and "(1 + 2 + 1 points)" in the prose above an
+    # exercise are what a student plans by: they must add up to the exercise's test cells.
+    prose, wrong = [], []
+    for cell in nb.cells:
+        meta = conventions.nbgrader_meta(cell)
+        if cell.cell_type == "markdown":
+            prose.append(cell.source)
+        elif meta and meta.get("solution") and not meta.get("grade"):
+            exercise, text = meta["grade_id"], "\n".join(prose)
+            given = _points_of_test_cells(nb, exercise)
+            statements = [STATED_POINTS.findall(text)[-1:], HEADING_POINTS.findall(text)[-1:]]
+            for found in filter(None, statements):
+                stated = sum(int(n) for n in re.findall(r"(\d+)(?:\s+(?:visible|hidden)|\s*(?:\+|$))", found[0]))
+                if stated != given:
+                    wrong.append(f"{exercise}: the prose says {found[0][:80]!r} = {stated}, its test cells give {given}")
+            prose = []
+        elif meta and meta.get("grade"):
+            prose = []
+    assert not wrong, "\n".join(wrong)
+
+
+TABLE_ROW = re.compile(r"^\| [^|]+ \| `(\w+)` \|.*\| ((?:\d+ \+ )*\d+) \|$", re.MULTILINE)
+
+
+def test_the_exercise_tables_points_are_the_points_the_test_cells_give(nb):
+    # The table of exercises at the top of a notebook ("| 4 | `PairCounter` | ... | 1 + 5 |").
+    exercises = {conventions.nbgrader_meta(c)["grade_id"] for c in nb.cells
+                 if conventions.nbgrader_meta(c).get("solution") and not conventions.nbgrader_meta(c).get("grade")}
+    rows = [row for c in nb.cells if c.cell_type == "markdown" for row in TABLE_ROW.findall(c.source)]
+    wrong = [f"{name}: the table says {stated}, its test cells give {_points_of_test_cells(nb, name)}"
+             for name, stated in rows if name in exercises
+             and sum(int(n) for n in stated.split("+")) != _points_of_test_cells(nb, name)]
+    assert not wrong, "\n".join(wrong)
