@@ -9,6 +9,7 @@ folder (``OUT/course``) so that a grading run never writes into the repository. 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,22 @@ def put_scripts_on_path() -> None:
     entries = os.environ.get("PATH", "").split(os.pathsep)
     if entries[:1] != [scripts]:
         os.environ["PATH"] = os.pathsep.join([scripts] + [e for e in entries if e and e != scripts])
+    ask_alembic_once()
+
+
+def ask_alembic_once() -> None:
+    """Run nbgrader's ``alembic heads`` once per process, not once per new gradebook.
+
+    nbgrader stamps every gradebook it creates with its schema's revision, which it reads by running the
+    ``alembic`` command (about 3 CPU seconds: a Python that imports SQLAlchemy and the migrations). The
+    revision is a constant of the installed nbgrader, so its first answer is kept for the process: a
+    grading run, a merge of shards or a build that creates several gradebooks asks once (issue 35: the
+    suite creates dozens).
+    """
+    import nbgrader.api as api
+
+    if not hasattr(api.get_alembic_version, "cache_info"):
+        api.get_alembic_version = functools.cache(api.get_alembic_version)
 
 
 def course_config(root: Path, db_path: Path, *, course_id: str = "transformer-course") -> Config:

@@ -49,3 +49,28 @@ def test_the_source_link_points_at_the_solutions_and_refuses_to_replace_anything
     (plain / "source").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="exists and is not a link"):
         course_directory.link_sources(plain, solutions)
+
+
+def test_alembic_is_asked_once_per_process_and_its_answer_stamps_every_new_gradebook(tmp_path, monkeypatch):
+    import nbgrader.api as api
+    from sqlalchemy import text
+
+    course_directory.put_scripts_on_path()
+    asked = []
+
+    def alembic(command, **kwargs):          # `alembic -c INI heads`, answered without the 3 CPU seconds
+        asked.append(command)
+        return b"0123abcd (head)\n"
+
+    monkeypatch.setattr(api.sp, "check_output", alembic)
+    api.get_alembic_version.cache_clear()
+    try:
+        stamps = []
+        for name in ("first.db", "second.db"):
+            with api.Gradebook(f"sqlite:///{tmp_path / name}") as gradebook:
+                stamps.append(gradebook.db.execute(text("SELECT version_num FROM alembic_version")).scalar())
+        course_directory.put_scripts_on_path()      # again: the kept answer stays
+    finally:
+        api.get_alembic_version.cache_clear()       # the next gradebook of this process asks the real command
+    assert stamps == ["0123abcd", "0123abcd"]
+    assert len(asked) == 1 and asked[0][0] == "alembic" and asked[0][-1] == "heads", asked
