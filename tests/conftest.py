@@ -66,10 +66,9 @@ def scope_of(nodeid: str) -> str:
 
 
 # Tests that share a fixture made once go out as one unit, so that one worker makes it once: modules that
-# share a session-scoped fixture, and a module whose tests of every assignment share one module-scoped one.
+# share a session-scoped fixture.
 SMALL_CLASS_SCOPE = "tests/grader/test_shards.py+test_slurm.py"   # `small_class` (tests/conftest.py)
-SHARED_SCOPES = {"tests/grader/test_shards.py": SMALL_CLASS_SCOPE, "tests/grader/test_slurm.py": SMALL_CLASS_SCOPE,
-                 "tests/course/test_autograde_pipeline.py": "tests/course/test_autograde_pipeline.py"}  # one grading run
+SHARED_SCOPES = {"tests/grader/test_shards.py": SMALL_CLASS_SCOPE, "tests/grader/test_slurm.py": SMALL_CLASS_SCOPE}
 
 
 # Longest first: a scope's wall seconds are the sum of its tests' seconds (set-up, call and tear-down) in
@@ -84,7 +83,6 @@ MEASURED_SCOPE_SECONDS = {
     "tests/grader/test_class_report.py": 180,
     "tests/grader/test_hostile_submissions.py": 165,
     SMALL_CLASS_SCOPE: 170,
-    "tests/course/test_autograde_pipeline.py": 80,
     "tests/course/test_selfgrade.py": 95,
     "tests/grader/test_grading_statuses.py": 75,
     "tests/course/test_busy_machine.py": 65,
