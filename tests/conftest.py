@@ -37,6 +37,8 @@ from autograder.sandbox.bubblewrap import bwrap_available  # noqa: E402
 
 TEST_SANDBOX = "auto" if bwrap_available() else "none"
 
+from autograder.sandbox.limits import Limits  # noqa: E402
+
 # Kernel runs that can only be timed by the clock (nbclient runs a whole notebook; the simulated Colab and
 # self-grading) get wall-clock limits at least LOAD_MARGIN times the CPU time they bound, as measured by
 # `autograder check` (test_solutions_and_mutants.py checks it for every notebook): a machine busy enough
@@ -54,25 +56,45 @@ def pytest_generate_tests(metafunc):
 def scope_of(nodeid: str) -> str:
     """The unit of work pytest-xdist hands to one worker: a module's tests for one assignment
     (``test_x.py[09_your_gpt]``: the tests that share that notebook's run, ``report``), or a whole module
-    for every other test (its module-scoped fixtures, a graded batch, are then made once)."""
+    for every other test (its module-scoped fixtures, a graded batch, are then made once), or the modules
+    of ``SHARED_SCOPES`` together."""
     module = nodeid.split("::", 1)[0]
     param = nodeid[nodeid.rfind("[") + 1:-1] if nodeid.endswith("]") and "[" in nodeid else ""
+    if module in SHARED_SCOPES:
+        return SHARED_SCOPES[module]
     return f"{module}[{param}]" if param in ASSIGNMENT_NAMES else module
 
 
-# Longest first: the scopes' wall seconds from this checkout's last runs (pytest's cache, key SCOPE_SECONDS);
-# in a fresh clone, these (the quiet machine, two workers) and each notebook's CPU budget for its scopes.
-# Handed out in the order collected, notebook 09's runs came last and one worker idled for minutes.
-SCOPE_SECONDS = "course/scope_seconds"
+# Tests that share a fixture made once go out as one unit, so that one worker makes it once: modules that
+# share a session-scoped fixture.
+SMALL_CLASS_SCOPE = "tests/grader/test_shards.py+test_slurm.py"   # `small_class` (tests/conftest.py)
+SHARED_SCOPES = {"tests/grader/test_shards.py": SMALL_CLASS_SCOPE, "tests/grader/test_slurm.py": SMALL_CLASS_SCOPE}
+
+
+# Longest first: a scope's wall seconds are the sum of its tests' seconds (set-up, call and tear-down) in
+# this checkout's last runs that ran them (pytest's cache, key TEST_SECONDS: kept per test, so a run of a
+# few tests, or of the quick subset, leaves the figures of the others as they were; kept per scope, one
+# `-m "not slow"` run put notebook 09's 400-second scope at 0 s, last in the queue). In a fresh clone:
+# these (a quiet machine, two workers) and each notebook's CPU budget for its scopes. Handed out in the
+# order collected, notebook 09's runs came last and one worker idled for minutes.
+TEST_SECONDS = "course/test_seconds"
 MEASURED_SCOPE_SECONDS = {
-    "tests/course/test_your_parts.py": 230,     # notebook 09 with the student's parts, and its GPU configuration
-    "tests/grader/test_hostile_submissions.py": 185,
-    "tests/grader/test_class_report.py": 170,
-    "tests/grader/test_batch_robustness.py": 95,
-    "tests/grader/test_slurm.py": 70,
-    "tests/grader/test_shards.py": 70,
+    "tests/course/test_your_parts.py": 420,     # notebook 09 with the student's parts, and its GPU configuration
+    "tests/grader/test_class_report.py": 180,
+    "tests/grader/test_hostile_submissions.py": 165,
+    SMALL_CLASS_SCOPE: 170,
+    "tests/course/test_selfgrade.py": 95,
+    "tests/grader/test_grading_statuses.py": 75,
     "tests/course/test_busy_machine.py": 65,
+    "tests/grader/test_sandbox_confinement.py": 60,
+    "tests/grader/test_grading_environments.py": 55,
+    "tests/grader/test_host_memory.py": 50,
 }
+
+
+def _scope_seconds(scope: str, nodeids, seen: dict) -> float:
+    known = [seen[nodeid] for nodeid in nodeids if nodeid in seen]
+    return sum(known) if known else _estimated_seconds(scope)
 
 
 def _estimated_seconds(scope: str) -> float:
@@ -91,7 +113,7 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     cache = getattr(config, "cache", None)     # absent with -p no:cacheprovider
-    seen = cache.get(SCOPE_SECONDS, {}) if cache is not None else {}
+    seen = cache.get(TEST_SECONDS, {}) if cache is not None else {}
 
     class LongestScopeFirst(LoadScopeScheduling):
         ordered = False
@@ -103,7 +125,7 @@ def pytest_xdist_make_scheduler(config, log):
             if not self.ordered:       # once, before the first unit goes out: the queue is complete then
                 self.ordered = True
                 units = sorted(self.workqueue.items(), key=lambda item: (
-                    -seen.get(item[0], _estimated_seconds(item[0])), -len(item[1])))
+                    -_scope_seconds(item[0], item[1], seen), -len(item[1])))
                 self.workqueue.clear()
                 self.workqueue.update(units)
             super()._assign_work_unit(node)
@@ -111,13 +133,31 @@ def pytest_xdist_make_scheduler(config, log):
     return LongestScopeFirst(config, log)
 
 
-_SCOPE_RUN_SECONDS: dict[str, float] = {}
+_TEST_RUN_SECONDS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
-    # On the controller (and in a run without workers): each test's set-up, call and tear-down, by scope.
-    scope = scope_of(report.nodeid)
-    _SCOPE_RUN_SECONDS[scope] = _SCOPE_RUN_SECONDS.get(scope, 0.0) + report.duration
+    # On the controller (and in a run without workers): each test's set-up, call and tear-down.
+    _TEST_RUN_SECONDS[report.nodeid] = _TEST_RUN_SECONDS.get(report.nodeid, 0.0) + report.duration
+
+
+# The small class (fixture_course.SMALL_CLASS) graded on one machine, once per session: test_shards.py merges
+# 3 shards of it and test_slurm.py a Slurm job array's, and both compare with this grading (they ran one
+# each). Their modules go to one worker together (SHARED_SCOPES).
+SMALL_CLASS_LIMITS = Limits(cell_timeout_s=60, notebook_timeout_s=300, sandbox=TEST_SANDBOX)
+
+
+@pytest.fixture(scope="session")
+def small_class(tmp_path_factory) -> Path:
+    """A folder with the class (``submitted/``), the fixture course (``solutions/``) and the class graded on
+    one machine (``single/``: grades.csv, gradebook.db, feedback). Read only: tests write elsewhere."""
+    from autograder.batch.grading import grade
+    from fixture_course import make_small_class
+
+    root = tmp_path_factory.mktemp("small_class")
+    grade(make_small_class(root), root / "single", workers=2, progress=False, solutions_dir=root / "solutions",
+          limits=SMALL_CLASS_LIMITS)
+    return root
 
 
 @functools.cache
@@ -150,10 +190,10 @@ def _summary(report: NotebookReport) -> dict:
 def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):    # an xdist worker: hand the summaries to the controller
         session.config.workeroutput["notebook_summaries"] = dict(_SUMMARIES)
-    elif getattr(session.config, "cache", None) is not None and _SCOPE_RUN_SECONDS:
-        seen = session.config.cache.get(SCOPE_SECONDS, {})
-        seen.update({scope: round(seconds, 1) for scope, seconds in _SCOPE_RUN_SECONDS.items()})
-        session.config.cache.set(SCOPE_SECONDS, seen)
+    elif getattr(session.config, "cache", None) is not None and _TEST_RUN_SECONDS:
+        seen = session.config.cache.get(TEST_SECONDS, {})
+        seen.update({nodeid: round(seconds, 2) for nodeid, seconds in _TEST_RUN_SECONDS.items()})
+        session.config.cache.set(TEST_SECONDS, seen)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -58,3 +58,17 @@ def answer(assignment: conventions.Assignment, root: Path, code: str | None = No
     """The student version with ``double`` answered by ``code`` (the solution when None)."""
     release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
     return submissions.filled_in(assignment, {} if code is None else {"double": code}, release_path=release)
+
+
+# A small class (test_shards, test_slurm). Names chosen so that each of 3 shards owns at least one student
+# (checked in test_shards).
+SMALL_CLASS = {"ada": None, "bob": "import torch\ndef double(x):\n    return 3 * x\n", "eve": None,
+               "fay": "def double(x):\n    raise RuntimeError('not yet')\n", "gus": None, "cy": None}
+
+
+def make_small_class(root: Path) -> Path:
+    """The fixture course in ``root`` and ``SMALL_CLASS``'s submissions in ``root/submitted`` (returned)."""
+    assignment = make_course(root)
+    for student, code in SMALL_CLASS.items():
+        submissions.write(answer(assignment, root, code), root / "submitted" / student / "01_fixture" / "fixture.ipynb")
+    return root / "submitted"

@@ -9,6 +9,7 @@ folder (``OUT/course``) so that a grading run never writes into the repository. 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,34 @@ def put_scripts_on_path() -> None:
     entries = os.environ.get("PATH", "").split(os.pathsep)
     if entries[:1] != [scripts]:
         os.environ["PATH"] = os.pathsep.join([scripts] + [e for e in entries if e and e != scripts])
+    ask_alembic_once()
+
+
+def ask_alembic_once() -> None:
+    """Read nbgrader's schema revision once per process, in the process, not once per new gradebook.
+
+    nbgrader stamps every gradebook it creates with its schema's revision, which it reads by running the
+    ``alembic heads`` command (3.3 CPU seconds, measured: a Python that imports SQLAlchemy and the
+    migrations). The revision is a constant of the installed nbgrader: it is read here with alembic's own
+    ``ScriptDirectory`` over the ``alembic.ini`` nbgrader writes for the command (0.1 s), and kept for the
+    process. A grading run, a merge of shards or a build that creates several gradebooks reads it once
+    (issue 35: the suite creates dozens). Where the migrations have more than one head, nbgrader's own way
+    (the command) answers.
+    """
+    import nbgrader.api as api
+
+    if not hasattr(api.get_alembic_version, "cache_info"):
+        api.get_alembic_version = functools.cache(functools.partial(_alembic_head, api.get_alembic_version))
+
+
+def _alembic_head(ask_the_command) -> str:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:   # the URL nbgrader's own call writes
+        heads = ScriptDirectory.from_config(Config(ini)).get_heads()
+    return heads[0] if len(heads) == 1 else ask_the_command()
 
 
 def course_config(root: Path, db_path: Path, *, course_id: str = "transformer-course") -> Config:

@@ -406,6 +406,9 @@ def test_fingerprints_take_any_file_name_and_do_not_read_huge_files(tmp_path):
     assert planning._fingerprint(found, source, LIMITS) != first
 
 
+@pytest.mark.slow   # parses a megabyte of code three times (the quick subset's costliest test, 20 s on a busy
+# machine); the same bounds on cheap inputs (one long cell, many cells, unparseable code) are quick in
+# tests/unit/test_tampering.py
 def test_flagging_is_bounded_for_huge_and_deeply_nested_cells():
     assert preparation.flag_sources(["x = 1\n" * 500_000]) == "code cell too long to scan (3000 kB)"   # 3 MB: not parsed
     assert preparation.flag_sources(["import gc\n", "y = " + "(" * 50 + "1" + ")" * 50]) == "uses gc"

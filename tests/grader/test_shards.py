@@ -6,7 +6,8 @@
 * a missing or unfinished shard is reported by its index and nothing is merged, unless
   ``--allow-missing``.
 
-The same comparison through a real Slurm cluster is in ``tests/grader/test_slurm.py``.
+The same comparison through a real Slurm cluster is in ``tests/grader/test_slurm.py``; both compare with
+one single-machine grading of the class per session (``small_class`` in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -21,16 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import conventions, submissions
+from autograder.course import conventions
 from autograder.batch.grading import grade
-from autograder.sandbox.limits import Limits
 from autograder.batch.shards import MARKER, Shard, ShardsIncomplete, merge
-from conftest import TEST_SANDBOX
-from fixture_course import answer, make_course
-
-# Names chosen so that each of 3 shards owns at least one student (checked below).
-STUDENTS = {"ada": None, "bob": "import torch\ndef double(x):\n    return 3 * x\n", "eve": None,
-            "fay": "def double(x):\n    raise RuntimeError('not yet')\n", "gus": None, "cy": None}
+from conftest import SMALL_CLASS_LIMITS
+from fixture_course import SMALL_CLASS as STUDENTS
 
 
 def test_shard_parse_accepts_i_of_k_and_refuses_the_rest():
@@ -61,13 +57,6 @@ def test_merge_refuses_folders_that_are_not_shards(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def _class(root: Path) -> Path:
-    assignment = make_course(root)
-    for student, code in STUDENTS.items():
-        submissions.write(answer(assignment, root, code), root / "submitted" / student / "01_fixture" / "fixture.ipynb")
-    return root / "submitted"
-
-
 def _csv(path: Path) -> list[tuple]:
     with open(path, newline="") as handle:
         return [(r["student_id"], r["assignment"], r["score"], r["max_score"], r["status"]) for r in csv.DictReader(handle)]
@@ -89,11 +78,10 @@ def gradebook_scores(db: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_three_shards_merged_equal_one_machine(tmp_path):
-    submitted = _class(tmp_path)
-    limits = Limits(cell_timeout_s=60, notebook_timeout_s=300, sandbox=TEST_SANDBOX)
-    options = dict(workers=2, progress=False, solutions_dir=tmp_path / "solutions", limits=limits)
-    grade(submitted, tmp_path / "single", **options)
+def test_three_shards_merged_equal_one_machine(small_class, tmp_path):
+    # small_class: the class and its grades on one machine (`single`), shared with test_slurm.py
+    submitted = small_class / "submitted"
+    options = dict(workers=2, progress=False, solutions_dir=small_class / "solutions", limits=SMALL_CLASS_LIMITS)
     for index in range(3):
         rows = grade(submitted, tmp_path / f"shard-{index}", shard=Shard(index, 3), **options)
         assert rows and all(Shard(index, 3).owns(r.student_id, r.assignment) for r in rows), (index, rows)
@@ -101,10 +89,10 @@ def test_three_shards_merged_equal_one_machine(tmp_path):
 
     report = merge(shards, tmp_path / "merged")
     assert (report.merged, report.missing, report.rows) == ([0, 1, 2], [], len(STUDENTS))
-    single, merged = _csv(tmp_path / "single" / "grades.csv"), _csv(tmp_path / "merged" / "grades.csv")
+    single, merged = _csv(small_class / "single" / "grades.csv"), _csv(tmp_path / "merged" / "grades.csv")
     assert merged == single and len(merged) == len(STUDENTS)
     assert {r[0]: r[2] for r in merged} == {"ada": "3", "bob": "0", "cy": "3", "eve": "3", "fay": "0", "gus": "3"}
-    expected = gradebook_scores(tmp_path / "single" / "gradebook.db")
+    expected = gradebook_scores(small_class / "single" / "gradebook.db")
     assert gradebook_scores(tmp_path / "merged" / "gradebook.db") == expected and expected
     for student in STUDENTS:
         assert (tmp_path / "merged" / "feedback" / student / "01_fixture" / "fixture.html").is_file(), student

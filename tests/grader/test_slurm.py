@@ -16,11 +16,9 @@ import pytest
 
 import slurm_cluster
 from autograder.course import conventions
-from autograder.batch.grading import grade
-from autograder.sandbox.limits import Limits
 from autograder.batch.shards import MARKER
-from conftest import TEST_SANDBOX
-from test_shards import STUDENTS, _class, _csv, gradebook_scores
+from conftest import SMALL_CLASS_LIMITS, TEST_SANDBOX
+from test_shards import STUDENTS, _csv, gradebook_scores
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(slurm_cluster.available() is not None, reason=str(slurm_cluster.available()))]
@@ -28,11 +26,12 @@ pytestmark = [pytest.mark.slow,
 SCRIPT = conventions.REPO_ROOT / "autograder" / "cluster" / "slurm" / "grade-class.sh"
 
 
-def _submit(cluster, tmp_path, *extra: str) -> tuple[str, str]:
+def _submit(cluster, small_class, out, *extra: str) -> tuple[str, str]:
     done = subprocess.run(
-        ["bash", str(SCRIPT), str(tmp_path / "submitted"), str(tmp_path / "out"), "3", *extra, "--",
-         "--solutions", str(tmp_path / "solutions"), "--sandbox", TEST_SANDBOX, "--cell-timeout", "60",
-         "--notebook-timeout", "300", "--allow-self-grading-bundles"],
+        ["bash", str(SCRIPT), str(small_class / "submitted"), str(out), "3", *extra, "--",
+         "--solutions", str(small_class / "solutions"), "--sandbox", TEST_SANDBOX,
+         "--cell-timeout", str(SMALL_CLASS_LIMITS.cell_timeout_s), "--notebook-timeout",
+         str(SMALL_CLASS_LIMITS.notebook_timeout_s), "--allow-self-grading-bundles"],
         env=dict(cluster.env, COURSE_PYTHON=sys.executable, SBATCH_OPTIONS="--cpus-per-task=1"),
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -40,13 +39,12 @@ def _submit(cluster, tmp_path, *extra: str) -> tuple[str, str]:
     return lines[0].split()[3], lines[1].split()[2]   # "grading: job array N ...", "merging: job M ..."
 
 
-def test_a_job_array_grades_the_class_and_its_merge_equals_one_machine(tmp_path):
-    submitted = _class(tmp_path)
-    grade(submitted, tmp_path / "single", workers=2, progress=False, solutions_dir=tmp_path / "solutions",
-          limits=Limits(cell_timeout_s=60, notebook_timeout_s=300, sandbox=TEST_SANDBOX))
+def test_a_job_array_grades_the_class_and_its_merge_equals_one_machine(small_class, tmp_path):
+    # small_class: the class and its grades on one machine (`single`), shared with test_shards.py
+    single = small_class / "single"
     with slurm_cluster.Cluster(tmp_path / "cluster") as cluster:
         start = time.monotonic()
-        array, merge_job = _submit(cluster, tmp_path)
+        array, merge_job = _submit(cluster, small_class, tmp_path / "out")
         logs = lambda: "\n".join(p.read_text()[-1500:] for p in sorted((tmp_path / "out").glob("*.log")))  # noqa: E731
         assert cluster.wait_for(array, 600) == "COMPLETED", logs()
         assert cluster.wait_for(merge_job, 300) == "COMPLETED", logs()
@@ -54,8 +52,8 @@ def test_a_job_array_grades_the_class_and_its_merge_equals_one_machine(tmp_path)
         out = tmp_path / "out"
         for index in range(3):
             assert (out / f"shard-{index}" / MARKER).is_file(), index
-        assert _csv(out / "merged" / "grades.csv") == _csv(tmp_path / "single" / "grades.csv")
-        assert gradebook_scores(out / "merged" / "gradebook.db") == gradebook_scores(tmp_path / "single" / "gradebook.db")
+        assert _csv(out / "merged" / "grades.csv") == _csv(single / "grades.csv")
+        assert gradebook_scores(out / "merged" / "gradebook.db") == gradebook_scores(single / "gradebook.db")
         print(f"slurm: {len(STUDENTS)} submissions in 3 array tasks of 1 CPU each, graded and merged in {elapsed:.0f} s")
 
         # A failed task: its shard is missing, the merge job fails naming it, and re-running only that
@@ -66,7 +64,7 @@ def test_a_job_array_grades_the_class_and_its_merge_equals_one_machine(tmp_path)
                                "--out", str(out / "merged"), "--expect", "3"], capture_output=True, text=True,
                               cwd=conventions.REPO_ROOT, timeout=300)
         assert done.returncode == 1 and "missing or unfinished shards: 1" in done.stderr, done.stderr
-        array, merge_job = _submit(cluster, tmp_path, "--tasks", "1")
+        array, merge_job = _submit(cluster, small_class, tmp_path / "out", "--tasks", "1")
         assert cluster.wait_for(array, 600) == "COMPLETED"
         assert cluster.wait_for(merge_job, 300) == "COMPLETED"
-        assert _csv(out / "merged" / "grades.csv") == _csv(tmp_path / "single" / "grades.csv")
+        assert _csv(out / "merged" / "grades.csv") == _csv(single / "grades.csv")
