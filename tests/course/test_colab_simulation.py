@@ -53,6 +53,10 @@ PRINTED_ALONE = {
     "09_your_gpt": ("your parts: yours: none, and this notebook's GPT, AdamW, clipping and train_step | fell back: ",
                     "bits per byte; counted trigram", "-> beats it by",
                     "(the same run: every model part fell back)"),
+    # Notebook 12 alone: its parts from 05 and 07 are not there, so both fall back, saying so, and it still trains.
+    "12_encoder_decoder": ("your parts: yours: none | fell back: LayerNorm (07) (no file ../07_block/block.ipynb",
+                           "decoder self-attention (05) (no file ../05_multi_head/multi_head.ipynb",
+                           "longer than any in training, 9-12: "),
 }
 
 
