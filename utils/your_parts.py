@@ -12,6 +12,7 @@ It never reads ``solutions/``: it reads only the path you give it. This module h
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 from dataclasses import dataclass, field
@@ -226,3 +227,116 @@ def carry_forward(pytorch_parts: dict, notebooks: dict = NOTEBOOKS) -> Carried:
     parts["rope"] = rope
     return Carried(parts=parts, control=dict(pytorch_parts, rope=rope), positions="rope" if rope else "learned",
                    tokenizer=found["BPE tokenizer (02)"], origin=origin)
+
+
+# --- Notebook 12: your parts in its encoder-decoder ------------------------------------------------------
+
+NOT_CARRIED_12 = ("the encoder's self-attention (it needs a key-padding mask, which notebook 05's "
+                  "MultiHeadAttention does not take) and the feed-forward network (the blocks call their "
+                  "linear1 and linear2 by name, as Exercise 2 fixes)")
+
+
+def _is_causal_mask(attn_mask, T: int, is_causal: bool) -> bool | None:
+    """True for the causal mask (bool True above the diagonal, or a float mask -inf there and 0 elsewhere), False
+    for no mask, None for any other mask."""
+    if attn_mask is None:
+        return True if is_causal else False
+    above = torch.ones(T, T, dtype=torch.bool, device=attn_mask.device).triu(1)
+    if attn_mask.shape != (T, T):
+        return None
+    blocked = attn_mask if attn_mask.dtype == torch.bool else torch.isneginf(attn_mask)
+    allowed_zero = attn_mask.dtype == torch.bool or bool((attn_mask[~above] == 0).all())
+    return True if torch.equal(blocked, above) and allowed_zero else None
+
+
+class SelfAttentionPart(nn.Module):
+    """Your notebook-05 ``MultiHeadAttention`` behind ``nn.MultiheadAttention``'s call, for self-attention without
+    padding: ``part(x, x, x, attn_mask=causal mask or None)`` returns ``(your_mha(x, causal=...), None)``. Any other
+    call (a key-padding mask, another mask, cross-attention) raises ValueError: your part does not take it."""
+
+    def __init__(self, mha):
+        super().__init__()
+        self.mha = mha
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        causal = _is_causal_mask(attn_mask, query.shape[1], is_causal)
+        if key_padding_mask is not None or causal is None or not (query is key and key is value):
+            raise ValueError("notebook 05's MultiHeadAttention is self-attention with an optional causal mask only")
+        return self.mha(query, causal=causal), None
+
+
+def _your_attention(mha_class, torch_mha: nn.MultiheadAttention) -> nn.Module:
+    """Your MultiHeadAttention with ``torch_mha``'s weights (separate or fused projections), wrapped."""
+    d = torch_mha.embed_dim
+    yours = mha_class(d, torch_mha.num_heads, bias=True)
+    layers = {name.split(".")[-1]: m for name, m in yours.named_modules() if isinstance(m, nn.Linear)}
+    with torch.no_grad():
+        if "qkv_proj" in layers:
+            layers["qkv_proj"].weight.copy_(torch_mha.in_proj_weight)
+            layers["qkv_proj"].bias.copy_(torch_mha.in_proj_bias)
+        else:
+            for i, name in enumerate(("q_proj", "k_proj", "v_proj")):
+                layers[name].weight.copy_(torch_mha.in_proj_weight[i * d:(i + 1) * d])
+                layers[name].bias.copy_(torch_mha.in_proj_bias[i * d:(i + 1) * d])
+        layers["out_proj"].load_state_dict(torch_mha.out_proj.state_dict())
+    return SelfAttentionPart(yours)
+
+
+def _swapped(model: nn.Module, wanted, replacement) -> nn.Module:
+    """A copy of ``model`` in which every submodule for which ``wanted(path, module)`` holds is ``replacement(it)``."""
+    model = copy.deepcopy(model)
+    for path, module in list(model.named_modules()):
+        for name, child in list(module.named_children()):
+            if wanted(f"{path}.{name}".lstrip("."), child):
+                setattr(module, name, replacement(child))
+    return model
+
+
+def _same_logits(model: nn.Module, other: nn.Module) -> bool:
+    """Whether two encoder-decoders (``forward(src, tgt, src_padding_mask)``) agree on a batch of unequal sources."""
+    generator = torch.Generator().manual_seed(12)
+    vocab = model.embed.num_embeddings
+    src, tgt = torch.randint(vocab, (3, 7), generator=generator), torch.randint(vocab, (3, 5), generator=generator)
+    padding = torch.arange(7)[None, :] >= torch.tensor([[7], [4], [1]])
+    with torch.no_grad():
+        return torch.allclose(model(src, tgt, padding), other(src, tgt, padding), atol=1e-4, rtol=1e-4)
+
+
+def carry_into_encoder_decoder(model: nn.Module, notebooks: dict = NOTEBOOKS) -> tuple[nn.Module, str]:
+    """Notebook 12's encoder-decoder with your parts where they fit: your LayerNorm (07) for every nn.LayerNorm,
+    your MultiHeadAttention (05) for each decoder block's causal self-attention, weights copied. A part is kept
+    only if it loads, passes its visible tests, and the model then gives the same logits as before. Returns the
+    model to train (``model`` itself when every part fell back) and the one line that says what happened."""
+    attempts = [("LayerNorm (07)", "07", "LayerNorm", lambda path, m: type(m) is nn.LayerNorm,
+                 lambda cls: lambda m: _copied_norm(cls, m)),
+                ("decoder self-attention (05)", "05", "MultiHeadAttention",
+                 lambda path, m: path.startswith("decoder.") and path.endswith(".self_attn"),
+                 lambda cls: lambda m: _your_attention(cls, m))]
+    origin = {}
+    with torch.random.fork_rng(devices=[]):       # building your parts leaves the notebook's random stream as it was
+        for part, number, name, wanted, replacement in attempts:
+            found, reason = attempt(notebooks[number], name)
+            if found is None:
+                origin[part] = f"{reason}; PyTorch's instead"
+                continue
+            try:
+                candidate = _swapped(model, wanted, replacement(found[name]))
+                same = _same_logits(model, candidate)
+            except Exception as error:  # the student's part: any error means "not usable here"
+                candidate, same = None, False
+                reason = f"fails in the encoder-decoder ({type(error).__name__}: {error})"
+            else:
+                reason = "the model gives other logits with it and the same weights"
+            origin[part] = "yours" if same else f"{reason}; PyTorch's instead"
+            model = candidate if same else model
+    yours = [part for part, why in origin.items() if why == "yours"]
+    fallen = [f"{part} ({why})" for part, why in origin.items() if why != "yours"]
+    return model, (f"your parts: yours: {', '.join(yours) or 'none'} | fell back: {'; '.join(fallen) or 'none'} | "
+                   f"not carried: {NOT_CARRIED_12}")
+
+
+def _copied_norm(layer_norm_class, torch_norm: nn.LayerNorm) -> nn.Module:
+    yours = layer_norm_class(torch_norm.normalized_shape[-1], eps=torch_norm.eps)
+    yours.load_state_dict(torch_norm.state_dict())
+    return yours

@@ -1373,32 +1373,48 @@ print("greedy_decode: hidden edge tests passed")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="f0c7dbc0"
-# ## 5. A translator you train: sorting digits
+# ## 5. A translator you train: copying digits, and sources longer than any it saw
 #
-# A task with a known answer, generated offline: the source is a string of digits, the target is the same digits
-# sorted, then `EOS`. The model trains on sources of 1 to 8 digits; it is tested on fresh sources of 1 to 12, so
-# lengths 9 to 12 were never seen. Sorting is a good first task for an encoder–decoder because the output is a
-# rearrangement of the input: each output digit has to be *found* in the source, which is what cross-attention
-# does.
+# A task with a known answer, generated offline: the source is a string of digits, the target is the same digits in
+# the same order, then `EOS`. Copying is the simplest task whose output depends on every source token *and on its
+# position*: each output digit has to find "its" source position, which is what cross-attention does, and a model
+# that must squeeze the source into one vector has to store all of it (section 6).
+#
+# The model trains on sources of 1 to 8 digits and is tested on fresh sources of 1 to 12, so lengths 9 to 12 were
+# never seen. With absolute positions that usually fails for a plain reason: positions 8 to 11 were never *trained*.
+# The sinusoids give them a defined input, not a learnt meaning. The fix used here is **randomised positions**
+# (Ruoss et al., 2023): every training source is placed at a random offset inside a frame of `FRAME` positions
+# (padding before and after it, masked), and its target at the same offset. Short sources then train every
+# position of the frame, and a long source at offset 0 uses only positions the model knows. Your `Seq2Seq` needs
+# no change for this: its padding mask may mark any source position, and the target's leading padding gets no
+# loss (the decoder reads it as ordinary tokens; `Seq2Seq` takes no target mask). Set `FRAME = None` after the
+# run to train without offsets and see the longer sources fail.
 
 # %% id="5b03fbc4"
 PAD, BOS, EOS, SEP, DIGIT0 = 0, 1, 2, 3, 4        # digits 0-9 are ids 4-13
 VOCAB = 14
 TRAIN_LENGTHS = list(range(1, 9))                 # training sources have 1 to 8 digits
 TEST_LENGTHS = list(range(1, 13))                 # held out: fresh sources of 1 to 12 digits (9-12 never seen)
+FRAME = 16                                        # training puts each source at a random offset in 16 positions
 
 
-def sorting_batch(n, lengths, generator):
-    """n sources of random digits (lengths drawn from `lengths`), right-padded, and their sorted targets + EOS."""
+def copy_batch(n, lengths, generator, frame=None):
+    """n sources of random digits (lengths drawn from `lengths`) and their targets: the same digits, then EOS.
+
+    frame=None: every source starts at position 0, right-padded to the longest. frame=F: each row's source starts
+    at a random offset o (0 <= o <= F - length) of F positions, padded before and after, and its target at the
+    same offset (PAD before it: no loss there). Returns src (n, S), padding (n, S) True at padding, tgt (n, S + 1).
+    """
     length = torch.tensor(lengths)[torch.randint(len(lengths), (n,), generator=generator)]
-    S = int(length.max())
-    digits = torch.randint(10, (n, S), generator=generator)
-    padding = torch.arange(S)[None, :] >= length[:, None]
-    src = torch.where(padding, PAD, digits + DIGIT0)
-    ordered = torch.where(padding, 99, digits).sort(dim=1).values     # padding sorts last
-    tgt = torch.full((n, S + 1), PAD)
-    tgt[:, :S] = torch.where(padding, PAD, ordered + DIGIT0)
-    tgt[torch.arange(n), length] = EOS
+    S = int(length.max()) if frame is None else frame
+    offset = torch.zeros(n, dtype=torch.long)
+    if frame is not None:
+        offset = (torch.rand(n, generator=generator) * (frame - length + 1)).long()
+    position = torch.arange(S)[None, :]
+    padding = (position < offset[:, None]) | (position >= (offset + length)[:, None])
+    src = torch.where(padding, PAD, torch.randint(10, (n, S), generator=generator) + DIGIT0)
+    tgt = F.pad(src, (0, 1), value=PAD)
+    tgt[torch.arange(n), offset + length] = EOS
     return src, padding, tgt
 
 
@@ -1407,31 +1423,40 @@ def show_ids(ids):
     return " ".join(names.get(i, str(i - DIGIT0)) for i in ids.tolist())
 
 
-src, padding, tgt = sorting_batch(3, TRAIN_LENGTHS, torch.Generator().manual_seed(0))
+src, padding, tgt = copy_batch(3, TRAIN_LENGTHS, torch.Generator().manual_seed(0), frame=FRAME)
 for row in range(3):
-    print(f"source {show_ids(src[row]):28} target {show_ids(tgt[row])}")
+    print(f"source {show_ids(src[row]):33} target {show_ids(tgt[row])}")
 
 # %% [markdown] id="22ba7ab0"
 # The training loop is the one of notebook 08 (AdamW, a one-cycle schedule), on fresh random batches. The model is
-# small: $d = 64$, 4 heads, 2 encoder and 2 decoder blocks. The sorted output does not depend on the order of the
-# source, so one might give the encoder no positions (`source_positions=False`, a bag of digits). But without
-# positions two copies of the same digit get identical encodings, and the decoder must then tell "one 3" from "two
-# 3s" from attention weights alone, which softmax averages make hard; with positions each copy is a distinct key.
-# So the source keeps its positions here (try `source_positions=False` and compare).
+# small: $d = 64$, 4 heads, 2 encoder and 2 decoder blocks. The source keeps its positions
+# (`source_positions=True`): without them the encoder would see a bag of digits, and the order, which is the whole
+# task, would be lost.
+#
+# **Your parts, carried forward** (as in notebook 09): where your parts from earlier notebooks fit this model, it
+# uses them: your `LayerNorm` (notebook 07) for every LayerNorm, and your `MultiHeadAttention` (notebook 05) for
+# each decoder block's causal self-attention, with the weights PyTorch's parts start from. Each is read from your
+# saved notebook in the course folder (`../07_block/block.ipynb`, `../05_multi_head/multi_head.ipynb`; save them
+# first), and used only if that notebook's visible tests for it pass and the model then gives the same logits as
+# with PyTorch's part. Otherwise PyTorch's part is used; the printed line says which parts are yours, which fell
+# back and why, and which do not fit here.
 
 # %% id="6a74a509"
+from utils import your_parts
+
 STEPS, BATCH, LR = 600, 64, 3e-3
 
 
 def train_model(model, loss_of_batch, steps=STEPS, seed=0):
-    """AdamW with a one-cycle schedule on fresh batches of the sorting task; returns (last loss, CPU seconds)."""
+    """AdamW with a one-cycle schedule on fresh batches of the copying task (sources at random offsets in FRAME
+    positions); returns (last loss, CPU seconds)."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=LR, total_steps=steps, pct_start=0.1)
     model.train()
     start = time.process_time()
     for _ in range(steps):
-        loss = loss_of_batch(model, *sorting_batch(BATCH, TRAIN_LENGTHS, generator))
+        loss = loss_of_batch(model, *copy_batch(BATCH, TRAIN_LENGTHS, generator, FRAME))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -1448,6 +1473,8 @@ D_MODEL, N_HEAD, N_LAYER, D_FF = 64, 4, 2, 128
 torch.manual_seed(0)
 translator = Seq2Seq(VOCAB, D_MODEL, N_HEAD, N_LAYER, D_FF, bos_id=BOS)
 nn.init.normal_(translator.embed.weight, std=D_MODEL ** -0.5)   # small tied embeddings: logits start near 0
+translator, parts_line = your_parts.carry_into_encoder_decoder(translator)
+print(parts_line)
 results = {}
 loss, seconds = train_model(translator, seq2seq_loss)
 results["encoder-decoder"] = {"parameters": sum(p.numel() for p in translator.parameters()), "train CPU s": seconds}
@@ -1468,7 +1495,7 @@ def exact_match_by_length(generate, lengths=TEST_LENGTHS, n=200, seed=12345):
     generator = torch.Generator().manual_seed(seed)
     scores = {}
     for length in lengths:
-        src, padding, tgt = sorting_batch(n, [length], generator)
+        src, padding, tgt = copy_batch(n, [length], generator)
         out = generate(src, padding, length + 1)[:, : length + 1]
         out = F.pad(out, (0, length + 1 - out.shape[1]), value=PAD)
         scores[length] = (out == tgt).all(dim=1).float().mean().item()
@@ -1489,16 +1516,15 @@ print(f"held-out, training lengths 1-8: {mean_over(scores, range(1, 9)):.1%};   
 
 # %% [markdown] id="9687ae61"
 # Read the two numbers above. The first is held-out accuracy on fresh sources of the lengths the model trained on;
-# the second is length generalisation, and the by-length line shows where it breaks. Sinusoidal positions give the
-# encoder and the decoder a well-defined input at positions 9 to 12, but the model never learnt what those inputs
-# mean, nor to write more than 8 digits before EOS: a defined input is not a learnt behaviour. (With learned
-# position embeddings those rows of the table would not even have been trained.)
+# the second is length generalisation: sources longer than any in training, at positions the offsets did train.
+# The by-length line shows where it holds. Past the frame nothing was trained: set `TEST_LENGTHS` up to 20 and
+# watch the last lengths.
 #
 # ### Where the decoder looks
 #
-# For one source of 10 digits, the cross-attention weights of the last decoder block while it writes the sorted
-# output. Each output digit should draw its weight from the source positions that hold that digit, wherever they
-# are: the alignment that a fixed-vector decoder cannot have.
+# For one source of 12 digits (longer than any in training), the cross-attention weights of the last decoder block
+# while it writes the copy. Output position $t$ should draw its weight from source position $t$: a diagonal, the
+# alignment that a fixed-vector decoder cannot have.
 
 # %% id="5747ed98"
 def cross_attention_weights(model, src, padding, tokens, layer=-1):
@@ -1520,8 +1546,8 @@ def cross_attention_weights(model, src, padding, tokens, layer=-1):
     return recorded[0][0]
 
 
-src, padding, _ = sorting_batch(1, [10], torch.Generator().manual_seed(7))
-out = greedy_decode(translator, src, padding, 11, BOS, EOS, PAD)
+src, padding, _ = copy_batch(1, [12], torch.Generator().manual_seed(7))
+out = greedy_decode(translator, src, padding, 13, BOS, EOS, PAD)
 tokens = torch.cat([torch.full((1, 1), BOS), out], dim=1)[:, :-1]      # what the decoder read at each step
 weights = cross_attention_weights(translator, src, padding, tokens).mean(dim=0)
 print("source: ", show_ids(src[0]), "\noutput: ", show_ids(out[0]))
@@ -1531,12 +1557,12 @@ ax.set_xticks(range(src.shape[1]), [show_ids(t[None]) for t in src[0]])
 ax.set_yticks(range(out.shape[1]), [show_ids(t[None]) for t in out[0]])
 ax.set_xlabel("source position (its digit)")
 ax.set_ylabel("output token being predicted")
-ax.set_title("Cross-attention of the last decoder block (mean over heads)")
+ax.set_title("Cross-attention of the last decoder block (mean over heads),\na source longer than any in training")
 fig.tight_layout()
 plt.show()
-matches = [(weights[t] * (src[0] == out[0, t]).float()).sum().item() for t in range(out.shape[1]) if out[0, t] >= DIGIT0]
-print(f"mean attention weight on source positions holding the digit being written: {sum(matches) / len(matches):.2f} "
-      f"(uniform attention would give {1 / src.shape[1]:.2f} per copy of the digit)")
+diagonal = weights.diagonal()[: src.shape[1]]                      # output t reading source position t
+print(f"mean attention weight on the source position being copied: {diagonal.mean():.2f} "
+      f"(uniform attention would give {1 / src.shape[1]:.2f})")
 
 
 # %% [markdown] id="fa6dccee"
@@ -1557,7 +1583,7 @@ def decode_recomputing(model, src, padding, max_len):
     return pad_after_eos(tokens)
 
 
-src, padding, tgt = sorting_batch(100, [12], torch.Generator().manual_seed(8))
+src, padding, tgt = copy_batch(100, [12], torch.Generator().manual_seed(8))
 start = time.process_time()
 fast = greedy_decode(translator, src, padding, 13, BOS, EOS, PAD)
 fast_seconds = time.process_time() - start
@@ -1608,9 +1634,23 @@ class LSTMSeq2Seq(nn.Module):
         return pad_after_eos(torch.cat(out, dim=1))
 
 
+def left_aligned(src, padding, tgt):
+    """The same copying examples with every source moved to position 0 (and its target rebuilt to match)."""
+    order = padding.int().argsort(dim=1, stable=True)             # each row's real positions first, in order
+    width = int((~padding).sum(dim=1).max())
+    src, padding = src.gather(1, order)[:, :width], padding.gather(1, order)[:, :width]
+    tgt = F.pad(src, (0, 1), value=PAD)
+    tgt[torch.arange(len(src)), (~padding).sum(dim=1)] = EOS
+    return src, padding, tgt
+
+
+def lstm_loss(model, src, padding, tgt):
+    return seq2seq_loss(model, *left_aligned(src, padding, tgt))
+
+
 torch.manual_seed(0)
 lstm = LSTMSeq2Seq(VOCAB, D_MODEL, 128)
-loss, seconds = train_model(lstm, seq2seq_loss)
+loss, seconds = train_model(lstm, lstm_loss)
 results["LSTM, no attention"] = {"parameters": sum(p.numel() for p in lstm.parameters()), "train CPU s": seconds}
 lstm.eval()
 accuracy["LSTM, no attention"] = exact_match_by_length(lstm.generate)
@@ -1627,6 +1667,11 @@ print("held-out exact match by source length:", {k: round(v, 3) for k, v in accu
 # third sublayer). It has no cross-attention: the source is simply earlier in the same sequence, and the target
 # reads it through causal self-attention. The source part gets no loss and is read only from the left, so each
 # source position sees just the digits before it.
+#
+# It gets the same examples as the LSTM, each source at the start. The offsets would not give it what they give the
+# encoder–decoder: there, output $t$ and source digit $t$ share a position number, whatever the length; in one
+# sequence, output digit $t$ sits at position $L + 1 + t$ and its source digit at $t$, a distance that grows with
+# the length $L$. (Try it: put `[PAD] * offset` in front of each row in `joined` and train it on the frame.)
 
 # %% id="bb99256f"
 class PrefixLM(nn.Module):
@@ -1640,13 +1685,17 @@ class PrefixLM(nn.Module):
                                                                batch_first=True, norm_first=True) for _ in range(n_layer))
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, ids):
+    def hidden(self, ids):
+        """The final LayerNorm's output (B, T, d_model): position t has read ids[:, :t+1] only."""
         T = ids.shape[1]
         x = self.embed(ids) + sinusoidal_positions(T, self.embed.embedding_dim)
         causal = torch.ones(T, T, dtype=torch.bool).triu(1)
         for block in self.blocks:
             x = block(x, src_mask=causal)
-        return self.norm(x) @ self.embed.weight.T
+        return self.norm(x)
+
+    def forward(self, ids):
+        return self.hidden(ids) @ self.embed.weight.T
 
 
 def joined(src, padding, tgt):
@@ -1664,7 +1713,7 @@ def joined(src, padding, tgt):
 
 
 def prefix_lm_loss(model, src, padding, tgt):
-    ids, labels = joined(src, padding, tgt)
+    ids, labels = joined(*left_aligned(src, padding, tgt))
     return F.cross_entropy(model(ids).flatten(0, 1), labels.flatten(), ignore_index=PAD)
 
 
@@ -1703,31 +1752,46 @@ ax.axvspan(8.5, 12.5, color="0.9", label="longer than any training source")
 ax.set_xlabel("source length (digits)")
 ax.set_ylabel("exact match on held-out sources")
 ax.set_ylim(-0.02, 1.02)
-ax.set_title("Sorting digits: accuracy against length")
+ax.set_title("Copying digits: accuracy against length")
 ax.legend()
 fig.tight_layout()
 plt.show()
+lstm_scores = accuracy["LSTM, no attention"]
+print(f"LSTM without attention: {lstm_scores[1]:.1%} exact at 1 digit, {lstm_scores[4]:.1%} at 4, {lstm_scores[8]:.1%} at 8 "
+      f"(its longest training length), {lstm_scores[12]:.1%} at 12")
+
+
+def best(score):
+    # Every model with the best score (ties named together).
+    top = max(score(name) for name in results)
+    return " and ".join(name for name in results if score(name) == top)
+
+
+print(f"most accurate on lengths 1-8: {best(lambda name: mean_over(accuracy[name], range(1, 9)))};  on lengths 9-12: "
+      f"{best(lambda name: mean_over(accuracy[name], range(9, 13)))};  fastest to train: "
+      f"{best(lambda name: -results[name]['train CPU s'])}")
 
 # %% [markdown] id="19535a1a"
-# What to read from the table, whichever way the numbers fall in your run:
+# What to read from the table, the figure and the two lines under them:
 #
-# * **The LSTM** has one fixed-size state between reader and writer, and on *sorting* that is no handicap: the
-#   decoder needs only the ten digit counts, which an LSTM can keep in its cell state by adding one per digit read,
-#   at any length (compare its rows with the transformer's in the table and the figure). The bottleneck is a
-#   statement about *how much of the source* the decoder needs: on copying, reversing or translating, where the
-#   output depends on every source token and its order, the state must hold all of it, and an LSTM without
-#   attention falls off with length. That is why attention was added to the recurrent encoder–decoder (Bahdanau et
-#   al., 2015) before the transformer dropped the recurrence altogether. A task chosen to flatter one model tells
-#   you little; the sorting task happens to favour the recurrent counter.
-# * **Encoder–decoder against decoder-only** at equal size: both can attend to every source token, and on the
-#   training lengths both solve the task (compare the table's accuracy columns). The difference is the cost: the
-#   prefix LM runs every one of its blocks over source and target together, a sequence twice as long, and reads its
-#   source only from the left; the encoder–decoder reads the source once, bidirectionally, and its decoder spends
-#   its work on the target alone. Compare the time column.
-#   Decoder-only models won in practice for a different reason (notebook 07): one objective on all text, and one
-#   model for any task phrased as a continuation.
-# * **Longer sources** than any seen in training are hard for every model here; the sinusoidal positions give the
-#   transformers a defined input at positions they never saw, not a guarantee that they know what to do there.
+# * **The LSTM** has one fixed-size state between reader and writer. To copy, that state must hold every digit and
+#   its order, and the first printed line shows what a trained one manages: its accuracy falls as the source
+#   grows, already within the lengths it trained on, where the transformer reads each digit from the source
+#   itself. This is the bottleneck of the recurrent encoder–decoder, and why attention was added to it (Bahdanau et
+#   al., 2015) before the transformer dropped the recurrence altogether. It is a statement about how much of the
+#   source the decoder needs: to *sort* digits, only the ten digit counts matter, and the state has far less to hold
+#   (try it: make the targets the sorted digits in `copy_batch`).
+# * **Encoder–decoder against decoder-only** at equal size: both can attend to every source token (compare their
+#   accuracy on the training lengths). The difference is the cost: the prefix LM runs every one of its blocks over
+#   source and target together, a sequence twice as long, and reads its source only from the left; the
+#   encoder–decoder reads the source once, bidirectionally, and its decoder spends its work on the target alone.
+#   Compare the time column, knowing that here the encoder–decoder trained on the whole frame of `FRAME` positions
+#   (the offsets' price), the others only on their examples' own lengths. Decoder-only models won in practice for a
+#   different reason (notebook 07): one objective on all text, and one model for any task phrased as a continuation.
+# * **Longer sources** than any seen in training: the encoder–decoder's column 9-12 comes from the offsets as much
+#   as from the architecture. Its decoder writes output $t$ by reading source position $t$, and the offsets trained
+#   that lookup at every position of the frame; without them (`FRAME = None`) positions 8 and beyond are as new to
+#   it as to the others.
 #
 # ## 8. Both sides against the left side: a masked LM on text
 #
@@ -1762,11 +1826,15 @@ class MaskedLM(nn.Module):
         self.blocks = nn.ModuleList(EncoderBlock(d_model, n_head, d_ff) for _ in range(n_layer))
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, ids):
+    def hidden(self, ids):
+        """The final LayerNorm's output (B, T, d_model): every position has read the whole window."""
         x = self.embed(ids) + sinusoidal_positions(ids.shape[1], self.embed.embedding_dim)
         for block in self.blocks:
             x = block(x)
-        return self.norm(x) @ self.embed.weight.T
+        return self.norm(x)
+
+    def forward(self, ids):
+        return self.hidden(ids) @ self.embed.weight.T
 
 
 def train_on_text(model, loss_of_window, seed=0):
@@ -1826,6 +1894,58 @@ print(f"causal LM (reads the left only): accuracy {(causal_guess[chosen] == ids[
 # its predictions can be chained. An encoder is for *representing* a text you already have (classification,
 # tagging, retrieval); a decoder is for continuing one.
 #
+# ### One vector per window: a linear probe
+#
+# What an encoder is for, measured. Freeze both models, take one vector per window, and train only a linear
+# classifier (a *probe*) on a small labelled task generated offline: is a window of 64 bytes from the Python
+# documentation, or from the source code of Python's standard library? Neither model saw code in training. The
+# encoder's vector is the mean of its outputs over the window (BERT trains a `[CLS]` token for this; nothing here was
+# trained for classification, so the mean is the fair choice). The causal model's is its *last* position, the only
+# one that has read the whole window: what a decoder-only model offers when one vector is asked of it. The third
+# row, the causal model's mean over positions, separates "pooled over the window" from "read both sides": where it
+# matches the first row, what the last position lacked was not the right-hand side but the rest of the window, since
+# a position trained to predict one next byte keeps mostly what that byte needs. All three probes see the same
+# windows and train the same way; the accuracies are on held-out windows (chance is 50%).
+
+# %% id="21c530a1"
+code_train, code_valid = corpus.python_stdlib_corpus()
+code_train_bytes = torch.frombuffer(bytearray(code_train.encode("utf-8")), dtype=torch.uint8)
+code_valid_bytes = torch.frombuffer(bytearray(code_valid.encode("utf-8")), dtype=torch.uint8)
+
+
+def labelled_windows(doc_bytes, code_bytes, n, generator):
+    """n windows of documentation (label 0) and n of standard-library code (label 1), as byte ids."""
+    ids = torch.cat([windows(doc_bytes, n, generator), windows(code_bytes, n, generator).long() + 4])
+    return ids, torch.cat([torch.zeros(n), torch.ones(n)])
+
+
+def probe_accuracy(features, seed=5, n=512, steps=300):
+    """A logistic-regression probe trained on frozen features of training windows; its held-out accuracy."""
+    generator = torch.Generator().manual_seed(seed)
+    train_ids, train_y = labelled_windows(train_bytes, code_train_bytes, n, generator)
+    test_ids, test_y = labelled_windows(valid_bytes, code_valid_bytes, n, generator)
+    with torch.no_grad():
+        train_x, test_x = features(train_ids), features(test_ids)
+    mean, std = train_x.mean(dim=0), train_x.std(dim=0) + 1e-6
+    probe = nn.Linear(train_x.shape[1], 1)
+    nn.init.zeros_(probe.weight), nn.init.zeros_(probe.bias)
+    optimizer = torch.optim.AdamW(probe.parameters(), lr=1e-2, weight_decay=1e-2)
+    for _ in range(steps):
+        loss = F.binary_cross_entropy_with_logits(probe((train_x - mean) / std).squeeze(-1), train_y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        return ((probe((test_x - mean) / std).squeeze(-1) > 0).float() == test_y).float().mean().item()
+
+
+representations = {"masked LM, mean over positions": lambda ids: encoder_lm.hidden(ids).mean(dim=1),
+                   "causal LM, last position": lambda ids: causal_lm.hidden(ids)[:, -1],
+                   "causal LM, mean over positions": lambda ids: causal_lm.hidden(ids).mean(dim=1)}
+for name, features in representations.items():
+    print(f"{name:32} linear probe, held-out accuracy {probe_accuracy(features):.1%}")
+
+# %% [markdown] id="87f26829"
 # ## What you built
 #
 # Cross-attention with a padding mask and a cached source, Pre-LN encoder and decoder blocks, BERT's masking, an
