@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import io
 import json
 from dataclasses import dataclass, field
@@ -176,6 +177,88 @@ def rope_reaches_attention(attention_class, rope) -> str:
     return ""
 
 
+_MULTIHEAD_CALL = inspect.signature(nn.MultiheadAttention.forward)
+
+
+def _called_like_multihead_attention(attention: nn.Module, causal: bool) -> nn.Module:
+    """``attention`` (a part of notebook 09: ``forward(x)``, causal or not as it was built), now answering the call
+    notebook 07's block makes of ``nn.MultiheadAttention``: ``attn(h, h, h, attn_mask=mask, need_weights=False)``
+    gives ``(output, None)``, attending from the query (the block passes its normalised input three times). A
+    mask (or ``is_causal=True``) must come exactly when the block is causal, else ValueError. Hooks, not a
+    wrapper: the parameter names stay those of the part (``attn.qkv.weight``, ...)."""
+
+    def before(module, args, kwargs):
+        call = _MULTIHEAD_CALL.bind(module, *args, **kwargs).arguments
+        masked = call.get("attn_mask") is not None or bool(call.get("is_causal", False))
+        if masked != causal or call.get("key_padding_mask") is not None:
+            raise ValueError(f"a {'causal' if causal else 'non-causal'} block called its attention with "
+                             f"attn_mask={'a mask' if masked else 'None'}, key_padding_mask="
+                             f"{'None' if call.get('key_padding_mask') is None else 'a mask'}")
+        return (call["query"],), {}
+
+    attention.register_forward_pre_hook(before, with_kwargs=True)
+    attention.register_forward_hook(lambda module, args, output: (output, None))
+    return attention
+
+
+def block_part(block_class, given_block):
+    """A block part for notebook 09, ``(n_embd, n_head, causal=True, rope=False, parts=None)``, that is your
+    notebook-07 ``PreLNBlock(n_embd, n_head)`` with its submodules, by the names 07's contract gives them
+    (``ln1``, ``attn``, ``ln2``, ``ffn``), replaced by those ``given_block`` (notebook 09's PreLNBlock) builds from
+    ``parts``: this run's norms, attention (with its RoPE and causal flag) and feed-forward network, drawing the
+    same random numbers as the given block, registered in its order. ``forward(x)`` is your
+    ``forward(x, causal=causal)``; ``residual_weights()`` is the given block's (found by those names and the
+    parts' own)."""
+
+    class YourBlock(block_class):
+        def __init__(self, n_embd, n_head, causal=True, rope=False, parts=None):
+            with torch.random.fork_rng(devices=[]):      # your own submodules are replaced: no random numbers drawn
+                super().__init__(n_embd, n_head)
+            given = given_block(n_embd, n_head, causal=causal, rope=rope, parts=parts)
+            _called_like_multihead_attention(given.attn, causal)
+            for name, module in given.named_children():     # ln1, ln2, attn, ffn, in the given block's order, so
+                if hasattr(self, name):                     # that GPT's initialisation draws the same numbers
+                    delattr(self, name)
+                setattr(self, name, module)
+            self.causal_in_09 = causal
+
+        def forward(self, x):
+            return super().forward(x, causal=self.causal_in_09)
+
+        residual_weights = given_block.residual_weights
+
+    YourBlock.__qualname__ = YourBlock.__name__ = f"Your{block_class.__name__}"
+    return YourBlock
+
+
+def block_matches_given(block_class, parts) -> str:
+    """The empty string when ``block_class`` (from :func:`block_part`) built from ``parts`` gives what
+    ``parts["block"]`` (notebook 09's PreLNBlock) gives with the same weights, causal and not; else the reason in a
+    few words (a block whose forward does not call its ``ln1``/``attn``/``ln2``/``ffn``, or calls ``attn``
+    otherwise than ``nn.MultiheadAttention`` is called, is correct in notebook 07 but cannot take 09's parts)."""
+    with torch.random.fork_rng(devices=[]):      # the probe leaves the notebook's random stream as it was
+        torch.manual_seed(0)
+        x = torch.randn(2, 5, 16)
+        for causal in (True, False):
+            try:
+                given = parts["block"](16, 2, causal=causal, parts=parts)
+                state = {name: value + 0.3 * torch.randn_like(value) for name, value in given.state_dict().items()}
+                given.load_state_dict(state)
+                yours = block_class(16, 2, causal=causal, parts=parts)
+                yours.load_state_dict(state)
+                with torch.no_grad():
+                    expected, got = given(x), yours(x)
+            except Exception as error:  # the student's block with notebook 09's parts in it
+                first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                return (f"your PreLNBlock fails with this notebook's ln1, attn, ln2 and ffn in place of its own "
+                        f"({type(error).__name__}: {first})")
+            if not isinstance(got, torch.Tensor) or got.shape != expected.shape or \
+                    not torch.allclose(got, expected, atol=1e-5, rtol=1e-4):
+                return (f"your PreLNBlock (causal={causal}) with this notebook's ln1, attn, ln2 and ffn in place of "
+                        f"its own does not give x + attn(ln1(x)), then + ffn(ln2(x)) (does its forward call them?)")
+    return ""
+
+
 @dataclass
 class Carried:
     """What notebook 09 builds its model from: ``parts`` (yours where they loaded), ``control`` (PyTorch's
@@ -201,10 +284,13 @@ class Carried:
 
 def carry_forward(pytorch_parts: dict, notebooks: dict = NOTEBOOKS) -> Carried:
     """Load every part notebook 09 can take from your earlier notebooks; each that does not load falls back
-    (to ``pytorch_parts``, learned positions, HF tokenizers' BPE), its reason recorded."""
+    (to ``pytorch_parts``, learned positions, HF tokenizers' BPE), its reason recorded. ``pytorch_parts`` are
+    notebook 09's ``PARTS``: ``block`` (its PreLNBlock, which your notebook-07 block must match), ``norm``,
+    ``attention``, ``ffn`` and ``rope``."""
     parts, origin = dict(pytorch_parts), {}
     attempts = [("LayerNorm (07)", "07", ("LayerNorm",), "PyTorch's nn.LayerNorm"),
                 ("feed-forward (07)", "07", ("FeedForward",), "PyTorch's"),
+                ("block (07)", "07", ("PreLNBlock",), "this notebook's PreLNBlock"),
                 ("attention (05)", "05", ("MultiHeadAttention",), "PyTorch's"),
                 ("RoPE (06)", "06", ("apply_rope",), "learned positions"),
                 ("BPE tokenizer (02)", "02", ("train_bpe", "encode", "decode"), "HF tokenizers' BPE")]
@@ -216,6 +302,11 @@ def carry_forward(pytorch_parts: dict, notebooks: dict = NOTEBOOKS) -> Carried:
         parts["norm"] = found["LayerNorm (07)"]["LayerNorm"]
     if found["feed-forward (07)"]:
         parts["ffn"] = found["feed-forward (07)"]["FeedForward"]
+    if found["block (07)"]:
+        block = block_part(found["block (07)"]["PreLNBlock"], pytorch_parts["block"])
+        reason = block_matches_given(block, pytorch_parts)
+        origin["block (07)"] = f"{reason}; this notebook's PreLNBlock instead" if reason else "yours"
+        parts["block"] = pytorch_parts["block"] if reason else block
     rope = found["RoPE (06)"]["apply_rope"] if found["RoPE (06)"] else None
     if found["attention (05)"]:
         attention = attention_part(found["attention (05)"]["MultiHeadAttention"])

@@ -568,10 +568,11 @@ for n, name in [(1, "unigram"), (2, "bigram"), (3, "trigram")]:
 # The parts are given, built from PyTorch's pieces so that this notebook is gradable on its own
 # (section 7 swaps in yours): `CausalSelfAttention` (notebook 05's multi-head attention, through
 # `F.scaled_dot_product_attention`; optional RoPE from notebook 06), `FeedForward` (notebook 07) and a
-# Pre-LN `Block` (notebook 07):
+# Pre-LN block, `PreLNBlock` (notebook 07):
 # $x \leftarrow x + \operatorname{Attn}(\operatorname{LN}_1(x))$, then $x \leftarrow x + \operatorname{FFN}(\operatorname{LN}_2(x))$.
-# Which class makes each part is looked up in the dictionary `PARTS` when a block is built: that is the
-# one place sections 7 and 10 change.
+# Which class makes each part, the block itself included, is looked up in the dictionary `PARTS` when a
+# block is built (`Block(...)` builds one of the class `PARTS["block"]`): that is the one place sections 7
+# and 10 change.
 #
 # You write the `GPT` that puts them together:
 #
@@ -632,21 +633,25 @@ class FeedForward(nn.Module):
         return self.proj(F.gelu(self.fc(x)))
 
 
-# Which class builds each part of a block (sections 7 and 10 switch these to yours). "rope" is the function
-# that rotates queries and keys when positions="rope": none is given here; it can only be yours (notebook 06).
-PARTS = {"norm": nn.LayerNorm, "attention": CausalSelfAttention, "ffn": FeedForward, "rope": None}
-
-
 def make_norm(n_embd, parts=None):
     return (parts or PARTS)["norm"](n_embd)
 
 
-class Block(nn.Module):
-    # Pre-LN block (notebook 07): x + attn(ln1(x)), then + ffn(ln2(x)).
+def linear_named(module, *names):
+    # The nn.Linear registered under one of `names` anywhere inside `module` (also inside a wrapper, such as
+    # the one that applies your RoPE after a projection), or None. By name, as notebooks 05 and 07 document
+    # them: a correct part may register its layers in any order.
+    for path, m in module.named_modules():
+        if isinstance(m, nn.Linear) and set(path.split(".")) & set(names):
+            return m
+    return None
+
+
+class PreLNBlock(nn.Module):
+    # Pre-LN block (notebook 07): x + attn(ln1(x)), then + ffn(ln2(x)); each part built by the class `parts` names.
     def __init__(self, n_embd, n_head, causal=True, rope=False, parts=None):
         super().__init__()
         parts = parts or PARTS
-        self.n_embd = n_embd
         self.ln1, self.ln2 = make_norm(n_embd, parts), make_norm(n_embd, parts)
         rotate = parts.get("rope") if rope else None
         if rope and rotate is None:
@@ -660,11 +665,22 @@ class Block(nn.Module):
         return x + self.ffn(self.ln2(x))
 
     def residual_weights(self):
-        # The weights of the two projections that write into the residual stream: the attention's last
-        # linear layer, and the feed-forward network's layer back to the width C (out_features == C).
-        attn = [m for m in self.attn.modules() if isinstance(m, nn.Linear)][-1]
-        down = [m for m in self.ffn.modules() if isinstance(m, nn.Linear) and m.out_features == self.n_embd][-1]
-        return [attn.weight, down.weight]
+        # The weights of the two projections that write into the residual stream, by the names notebooks 05,
+        # 07 and this one give them: the attention's output projection (out_proj; proj here) and the
+        # feed-forward network's layer back to the width C (fc2 in notebook 07, w2 in SwiGLU; proj here).
+        return [linear_named(self.attn, "out_proj", "proj").weight, linear_named(self.ffn, "fc2", "w2", "proj").weight]
+
+
+# Which class builds each part (sections 7 and 10 switch these to yours): "block" the block itself, and the
+# norm, attention and feed-forward network inside it. "rope" is the function that rotates queries and keys
+# when positions="rope": none is given here; it can only be yours (notebook 06).
+PARTS = {"block": PreLNBlock, "norm": nn.LayerNorm, "attention": CausalSelfAttention, "ffn": FeedForward, "rope": None}
+
+
+def Block(n_embd, n_head, causal=True, rope=False, parts=None):
+    # One block of the class parts["block"] (this notebook's PreLNBlock, or yours from notebook 07 in section 7),
+    # with its norm, attention and feed-forward network from `parts`; causal=False for the ablation of section 10.
+    return (parts or PARTS)["block"](n_embd, n_head, causal=causal, rope=rope, parts=parts)
 
 
 class GPT(nn.Module):
@@ -1750,9 +1766,19 @@ print(f"width C = {C}: the GELU network C -> 4C -> C has {gelu_params:,} paramet
 # ## 7. Your parts, carried forward
 #
 # From here on the model is **yours**: your attention (notebook 05, with your RoPE from notebook 06 turning
-# its queries and keys, as in LLaMA-style models), your LayerNorm and feed-forward network (notebook 07)
-# inside this notebook's Pre-LN `Block`, assembled by your `GPT`, and trained by your `AdamW`, clipping and
+# its queries and keys, as in LLaMA-style models), your LayerNorm and feed-forward network inside your
+# `PreLNBlock` (notebook 07), assembled by your `GPT`, and trained by your `AdamW`, clipping and
 # `train_step`; in section 9 also your BPE tokenizer (notebook 02).
+#
+# Your block is used as notebook 07's contract describes it: its four submodules `ln1`, `attn`, `ln2` and
+# `ffn` are the parts of this run (your LayerNorm, attention with RoPE and feed-forward network where they
+# loaded, else PyTorch's, and in section 10 RMSNorm and SwiGLU), put in place of the ones your constructor
+# built, and your `forward(x, causal=...)` wires them, called with the model's causal flag. The attention
+# answers your block's `self.attn(h, h, h, attn_mask=mask, need_weights=False)` as `nn.MultiheadAttention`
+# would, so one block serves every run below: RoPE turns queries and keys inside the attention, and the
+# ablation without the causal mask calls your block with `causal=False`. Before it is used, your block with
+# PyTorch's parts in it must give what this notebook's `PreLNBlock` gives with the same weights, causal and
+# not; otherwise this notebook's `PreLNBlock` is used, and the line says why.
 #
 # Each part is read from your saved notebook file in the course folder (`../07_block/block.ipynb` and so on;
 # on Colab, upload the file beside this one in the same layout). Before a part is used, that notebook's
@@ -1760,9 +1786,9 @@ print(f"width C = {C}: the GELU network C -> 4C -> C has {gelu_params:,} paramet
 # or Hugging Face's BPE) is used instead, and the one line printed below says which part fell back and why.
 # Save your earlier notebooks (Ctrl+S) before running this cell.
 #
-# The PyTorch-parts model (`CARRIED.control`: `nn.LayerNorm`, this notebook's `FeedForward` and
-# `CausalSelfAttention`, the same positions) is the **control**. With the same weights, both must give the
-# same logits: the cell after the next checks it.
+# The PyTorch-parts model (`CARRIED.control`: this notebook's `PreLNBlock` with `nn.LayerNorm`, its
+# `FeedForward` and `CausalSelfAttention`, the same positions) is the **control**. With the same weights,
+# both must give the same logits: the cell after the next checks it.
 
 # %% id="8fedc6e9"
 CARRIED = your_parts.carry_forward(PARTS)
@@ -1772,18 +1798,9 @@ POSITIONS = CARRIED.positions                        # "rope" with your apply_ro
 
 
 # %% id="62ca2896"
-def linear_named(module, *names):
-    # The nn.Linear registered under one of `names` anywhere inside `module` (also inside a wrapper, such as
-    # the one that applies your RoPE after a projection), or None. By name, as notebooks 05 and 07 document
-    # them: a correct part may register its layers in any order.
-    for path, m in module.named_modules():
-        if isinstance(m, nn.Linear) and set(path.split(".")) & set(names):
-            return m
-    return None
-
-
 def copy_weights(source, target):
-    # Copy a PyTorch-parts GPT's weights into a GPT built from your parts, layer by layer by name: fused
+    # Copy a PyTorch-parts GPT's weights into a GPT built from your parts, layer by layer by name (linear_named,
+    # given with the GPT in section 4; the blocks' ln1, attn, ln2 and ffn are notebook 07's names): fused
     # (qkv_proj) and separate (q_proj, k_proj, v_proj) layouts are matched by splitting rows; biases the
     # PyTorch parts do not have are set to zero.
     with torch.no_grad():

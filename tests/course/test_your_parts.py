@@ -3,8 +3,10 @@
 The course's own solution notebooks play the student's saved notebooks: copied into a course-shaped
 folder outside ``solutions/`` (the loader refuses to read from there), their parts load, pass their
 visible tests, and a GPT built from them gives the same logits as one built from PyTorch's parts with
-the weights copied across. A broken notebook, a missing file and a path into ``solutions/`` fall back
-with a one-line message. Notebook 09 itself runs twice: with the solution notebooks of 02, 05, 06 and 07
+the weights copied across. The student's notebook-07 block takes notebook 09's parts in place of its own
+(by the names 07's contract gives them) and is then the same block as 09's, causal or not, with RoPE; one
+that cannot (its forward does not call them) falls back with its reason. A broken notebook, a missing file
+and a path into ``solutions/`` fall back with a one-line message. Notebook 09 itself runs twice: with the solution notebooks of 02, 05, 06 and 07
 beside it as the student's (every part is the student's, and the run beats the counted trigram within
 the notebook's CPU budget), and with the untouched student notebooks in the GPU configuration on the CPU
 (every part falls back, with its reason, and the notebook still runs). That the CPU configuration beats
@@ -19,12 +21,14 @@ import math
 import re
 import shutil
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from autograder.course import conventions
 from autograder.course.solution_source import load_solution
@@ -34,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 PART_FOLDERS = ("02_tokenization", "05_multi_head", "06_positions", "07_block")
-PARTS = ("LayerNorm (07)", "feed-forward (07)", "attention (05)", "RoPE (06)", "BPE tokenizer (02)")
+PARTS = ("LayerNorm (07)", "feed-forward (07)", "block (07)", "attention (05)", "RoPE (06)", "BPE tokenizer (02)")
 
 
 def _course(tmp_path: Path, source: str = "solutions") -> Path:
@@ -90,7 +94,7 @@ def _gpt_namespace() -> dict:
 def test_solution_parts_load_and_give_the_same_logits(tmp_path, monkeypatch, capsys):
     here = _course(tmp_path)
     monkeypatch.chdir(here)
-    ln = your_parts.load(your_parts.NOTEBOOKS["07"], "LayerNorm", "FeedForward")
+    ln = your_parts.load(your_parts.NOTEBOOKS["07"], "LayerNorm", "FeedForward", "PreLNBlock")
     mha = your_parts.load(your_parts.NOTEBOOKS["05"], "MultiHeadAttention")
     rope = your_parts.load(your_parts.NOTEBOOKS["06"], "apply_rope")
     out = capsys.readouterr().out
@@ -107,7 +111,8 @@ def test_solution_parts_load_and_give_the_same_logits(tmp_path, monkeypatch, cap
         def forward(self, x):
             return self.mha(x, causal=self.causal)
 
-    parts = {"norm": ln["LayerNorm"], "ffn": ln["FeedForward"], "attention": Attention}
+    parts = dict(ns["PARTS"], norm=ln["LayerNorm"], ffn=ln["FeedForward"], attention=Attention,
+                 block=your_parts.block_part(ln["PreLNBlock"], ns["PreLNBlock"]))
     torch.manual_seed(0)
     reference = ns["GPT"](13, 16, n_layer=2, n_head=4, n_embd=32)
     mine = ns["GPT"](13, 16, n_layer=2, n_head=4, n_embd=32, parts=parts)
@@ -135,6 +140,7 @@ def test_solution_parts_load_and_give_the_same_logits(tmp_path, monkeypatch, cap
         got, _ = mine(ids)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert mine.head.weight is mine.tok_emb.weight
+    assert all(type(block).__name__ == "YourPreLNBlock" for block in mine.blocks)
     # RoPE against the complex-number form: pair (x_2i, x_2i+1) at position t times exp(i t base^(-2i/d)).
     q = torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     pairs = torch.view_as_complex(q.reshape(2, 4, 16, 4, 2).contiguous())
@@ -317,18 +323,144 @@ def test_rope_reaches_attention_that_calls_its_projections_and_not_one_that_read
     assert torch.equal(state, torch.random.get_rng_state()), "the probe must not move the notebook's random stream"
 
 
+# Blocks written to notebook 07's contract (ln1, attn = nn.MultiheadAttention(d, h, batch_first=True), ln2,
+# ffn; forward(x, causal=False)), independent of its solution. Each passes notebook 07's tests; only the first
+# two can take notebook 09's parts in place of their own.
+class _ContractBlock(nn.Module):
+    def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
+        super().__init__()
+        d_ff = d_ff or 4 * d_model
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.ffn = nn.Sequential(OrderedDict([("fc1", nn.Linear(d_model, d_ff)), ("act", nn.ReLU() if activation == "relu"
+                                               else nn.GELU()), ("fc2", nn.Linear(d_ff, d_model))]))
+        self.attn = nn.MultiheadAttention(d_model, n_head, batch_first=True)    # registered after ffn
+
+    def forward(self, x, causal=False):
+        T = x.shape[1]
+        mask = torch.full((T, T), float("-inf")).triu(1) if causal else None      # a float mask
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.ffn(self.ln2(x))
+
+
+class _PositionalCallBlock(_ContractBlock):    # nn.MultiheadAttention's arguments by position; its weights ignored
+    def forward(self, x, causal=False):
+        T = x.shape[1]
+        h = self.ln1(x)
+        out, _ = self.attn(h, h, h, None, True, torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None)
+        return x + out + self.ffn(self.ln2(x + out))
+
+
+class _OwnSublayersBlock(_ContractBlock):      # calls the modules it built, kept aside: 09's parts never run
+    def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
+        super().__init__(d_model, n_head, d_ff, activation)
+        self.sublayers = (self.ln1, self.attn, self.ln2, self.ffn)
+
+    def forward(self, x, causal=False):
+        ln1, attn, ln2, ffn = self.sublayers
+        T = x.shape[1]
+        h = ln1(x)
+        x = x + attn(h, h, h, attn_mask=torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None)[0]
+        return x + ffn(ln2(x))
+
+
+class _WeightsReadingBlock(_ContractBlock):    # reads attn.in_proj_weight, which 09's attention does not have
+    def forward(self, x, causal=False):
+        T, d = x.shape[1], x.shape[2]
+        h = self.ln1(x).transpose(0, 1)
+        out, _ = F.multi_head_attention_forward(
+            h, h, h, d, self.attn.num_heads, self.attn.in_proj_weight, self.attn.in_proj_bias, None, None, False, 0.0,
+            self.attn.out_proj.weight, self.attn.out_proj.bias, need_weights=False,
+            attn_mask=torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None)
+        x = x + out.transpose(0, 1)
+        return x + self.ffn(self.ln2(x))
+
+
+class _OutProjFirstMHA(_SeparateMHA):          # a correct notebook-05 attention that registers out_proj first
+    def __init__(self, d_model, n_head, bias=True):
+        nn.Module.__init__(self)
+        self.n_head, self.out_proj = n_head, nn.Linear(d_model, d_model, bias=bias)
+        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d_model, d_model, bias=bias) for _ in range(3))
+
+
+def test_a_block_of_notebook_07s_contract_is_09s_block_with_09s_parts_in_it():
+    ns = _gpt_namespace()
+    GPT, given = ns["GPT"], ns["PARTS"]
+    state = torch.random.get_rng_state()
+    for block_class in (_ContractBlock, _PositionalCallBlock):
+        assert your_parts.block_matches_given(your_parts.block_part(block_class, ns["PreLNBlock"]), given) == ""
+    assert torch.equal(state, torch.random.get_rng_state()), "the probe must not move the notebook's random stream"
+    yours = dict(given, block=your_parts.block_part(_ContractBlock, ns["PreLNBlock"]))
+    ids = torch.randint(13, (2, 12), generator=torch.Generator().manual_seed(0))
+    for options in (dict(), dict(causal=False), dict(positions="rope"), dict(positions="rope", causal=False)):
+        rope = {"rope": _rope} if options.get("positions") == "rope" else {}
+        torch.manual_seed(0)
+        control = GPT(13, 12, n_layer=2, n_head=4, n_embd=32, parts=dict(given, **rope), **options)
+        torch.manual_seed(0)
+        mine = GPT(13, 12, n_layer=2, n_head=4, n_embd=32, parts=dict(yours, **rope), **options)
+        assert type(mine.blocks[1]).__name__ == "Your_ContractBlock"
+        # The same random numbers drawn in the same places: the same weights under the same names, so the
+        # same logits without copying anything (the residual projections found and scaled as in 09's block).
+        assert mine.state_dict().keys() == control.state_dict().keys(), options
+        for name, value in control.state_dict().items():
+            assert torch.equal(mine.state_dict()[name], value), (options, name)
+        with torch.no_grad():
+            torch.testing.assert_close(mine(ids)[0], control(ids)[0], atol=1e-6, rtol=1e-6)
+    # The causal flag reaches the student's forward: position 0 sees the future only with causal=False.
+    for causal in (True, False):
+        model = GPT(13, 12, n_layer=1, n_head=2, n_embd=16, causal=causal, parts=yours)
+        with torch.no_grad():
+            for p in model.parameters():      # scale 0.5, not 0.02: attention far from uniform
+                p.copy_(0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+            a, b = model(torch.tensor([[1, 2, 3]]))[0][0, 0], model(torch.tensor([[1, 5, 6]]))[0][0, 0]
+        assert ((a - b).abs().max() > 1e-4) == (not causal), causal
+    # The residual projections by their documented names, in whatever order a part registers its layers.
+    block = yours["block"](16, 2, parts=dict(given, attention=your_parts.attention_part(_OutProjFirstMHA)))
+    assert block.residual_weights()[0] is block.attn.mha.out_proj.weight
+    assert block.residual_weights()[1] is block.ffn.proj.weight
+
+
+def test_a_block_that_cannot_take_09s_parts_is_refused_with_its_reason():
+    ns = _gpt_namespace()
+    aside = your_parts.block_matches_given(your_parts.block_part(_OwnSublayersBlock, ns["PreLNBlock"]), ns["PARTS"])
+    assert "does not give x + attn(ln1(x)), then + ffn(ln2(x))" in aside, aside
+    reading = your_parts.block_matches_given(your_parts.block_part(_WeightsReadingBlock, ns["PreLNBlock"]), ns["PARTS"])
+    assert reading.startswith("your PreLNBlock fails with this notebook's ln1, attn, ln2 and ffn") and \
+        "AttributeError" in reading, reading
+
+
 @pytest.mark.slow
-def test_attention_that_reads_its_weights_falls_back_with_its_reason(tmp_path, monkeypatch):
+def test_attention_and_block_that_cannot_take_their_place_fall_back_with_their_reasons(tmp_path, monkeypatch):
+    # Notebook 05's attention reads its weights (RoPE cannot reach it); notebook 07's block keeps its own modules
+    # aside (09's parts in it would never run). Both pass their notebooks' visible tests.
     here = _course(tmp_path)
-    path = tmp_path / "05_multi_head" / "multi_head.ipynb"
-    notebook = json.loads(path.read_text())
-    for cell in notebook["cells"]:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "MultiHeadAttention":
-            cell["source"] = WEIGHTS_READING_MHA
-    path.write_text(json.dumps(notebook))
+    own_sublayers_block = ("import torch\nimport torch.nn as nn\n\n\nclass PreLNBlock(nn.Module):\n"
+                           "    def __init__(self, d_model, n_head, d_ff=None, activation='gelu'):\n"
+                           "        super().__init__()\n        self.ln1, self.ln2 = LayerNorm(d_model), LayerNorm(d_model)\n"
+                           "        self.attn = nn.MultiheadAttention(d_model, n_head, batch_first=True)\n"
+                           "        self.ffn = FeedForward(d_model, d_ff, activation)\n"
+                           "        self.sublayers = (self.ln1, self.attn, self.ln2, self.ffn)\n\n"
+                           "    def forward(self, x, causal=False):\n        ln1, attn, ln2, ffn = self.sublayers\n"
+                           "        T = x.shape[1]\n        h = ln1(x)\n"
+                           "        mask = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None\n"
+                           "        x = x + attn(h, h, h, attn_mask=mask, need_weights=False)[0]\n"
+                           "        return x + ffn(ln2(x))\n")
+    for folder, grade_id, source in (("05_multi_head/multi_head.ipynb", "MultiHeadAttention", WEIGHTS_READING_MHA),
+                                     ("07_block/block.ipynb", "PreLNBlock", own_sublayers_block)):
+        path = tmp_path / folder
+        notebook = json.loads(path.read_text())
+        for cell in notebook["cells"]:
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+                cell["source"] = source
+        path.write_text(json.dumps(notebook))
     monkeypatch.chdir(here)
-    carried = your_parts.carry_forward({"norm": nn.LayerNorm, "ffn": object, "attention": object})
+    ns = _gpt_namespace()
+    carried = your_parts.carry_forward(ns["PARTS"])
     assert carried.origin["RoPE (06)"] == "yours" and carried.positions == "rope"
+    assert carried.origin["LayerNorm (07)"] == carried.origin["feed-forward (07)"] == "yours", carried.origin
     assert "q_proj/k_proj (or qkv_proj)" in carried.origin["attention (05)"], carried.origin
-    assert carried.parts["attention"] is object, "the attention falls back to the PyTorch part it was given"
+    assert carried.parts["attention"] is ns["CausalSelfAttention"], "the attention falls back to the PyTorch part"
     assert "attention (05) (your MultiHeadAttention fails with RoPE" in carried.line()
+    assert "does not give x + attn(ln1(x))" in carried.origin["block (07)"], carried.origin
+    assert carried.origin["block (07)"].endswith("; this notebook's PreLNBlock instead"), carried.origin
+    assert carried.parts["block"] is ns["PreLNBlock"] and carried.control["block"] is ns["PreLNBlock"]
