@@ -2021,10 +2021,14 @@ call = probes.traced_call(softmax_with_temperature, x, 0.5)
 checks.assert_close(call.args_after[0], before, atol=0, rtol=0, name="the logits after softmax_with_temperature",
                     hint="Use logits / temperature, not logits /= temperature.")
 
-# Non-positive temperatures are rejected.
+# Non-positive temperatures are rejected, with a message saying so (the grader appends where the error was
+# raised on a line of its own: the student's message is what comes before it).
 for bad in [0, -0.5, -3.0]:
-    checks.assert_raises(ValueError, softmax_with_temperature, torch.randn(4, generator=g), bad,
-                         name=f"softmax_with_temperature(T={bad})")
+    error = checks.assert_raises(ValueError, softmax_with_temperature, torch.randn(4, generator=g), bad,
+                                 name=f"softmax_with_temperature(T={bad})")
+    message = str(error).split("\n(raised in your code")[0].strip()
+    checks.assert_true(bool(message), name=f"the message of the ValueError for T={bad}", problem="it is empty.",
+                       hint="Say why: raise ValueError(f'temperature must be > 0, got {temperature}').")
 print("softmax_with_temperature: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
 
