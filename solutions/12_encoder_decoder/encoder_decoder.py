@@ -798,7 +798,8 @@ print("DecoderBlock: hidden edge tests passed")
 # ### Exercise 4: `mask_tokens` (1 + 3 + 1 points)
 #
 # *Points: 1 visible, 3 hidden (the statistics over many draws with tolerances of five binomial standard
-# deviations: the share chosen, the 80/10/10 split, random tokens uniform over the ordinary ids; never a special or
+# deviations: the share chosen and its spread from row to row, the 80/10/10 split, random tokens uniform over the
+# ordinary ids, the original included (tried with only two ordinary ids); never a special or
 # padding position; labels; the generator as the only source of randomness), 1 hidden (edge cases: nothing
 # maskable, one token, `mask_prob` 0, outside $[0, 1]$, the default).*
 
@@ -896,8 +897,10 @@ def within(count, total, p, what, hint):
 
 
 g = torch.Generator().manual_seed(3131)
+# The last case has two ordinary ids, so a random replacement equals the original half the time: 15% of the chosen
+# positions keep their id (a draw that avoids the original gives 10%, about 18 standard deviations lower).
 for vocab, special, mask_id, p, shape in [(30, [0, 1, 2, 3], 3, 0.15, (300, 200)), (12, [0, 5, 11], 11, 0.3, (50, 400)),
-                                          (50, [0, 1, 2, 3, 4], 4, 0.5, (64, 128))]:
+                                          (50, [0, 1, 2, 3, 4], 4, 0.5, (64, 128)), (6, [0, 1, 2, 3], 3, 0.5, (200, 200))]:
     ordinary = [i for i in range(vocab) if i not in special]
     ids = torch.tensor(ordinary)[torch.randint(len(ordinary), shape, generator=g)]
     pads = torch.rand(shape, generator=g) < 0.2
@@ -933,6 +936,20 @@ for vocab, special, mask_id, p, shape in [(30, [0, 1, 2, 3], 3, 0.15, (300, 200)
         spread = 6 * expected ** 0.5 + 3
         checks.assert_true(abs(count - expected) <= spread, name=label + f": random replacements equal to {token}",
                            problem=f"{count}, expected about {expected:.0f}.", hint="Uniform over the ordinary ids.")
+# Each position is chosen independently, so the number chosen in a row of n ordinary positions is binomial(n, p):
+# it varies from row to row with variance n p (1 - p). (Choosing exactly round(n p) per row gives no variance.)
+rows, n, p = 2000, 38, 0.15
+ids = torch.randint(4, 30, (rows, n + 2), generator=g)
+ids[:, 0], ids[:, -1] = 1, 2
+_, labels = mask_tokens(ids, 3, 30, [0, 1, 2, 3], torch.Generator().manual_seed(4242), p)
+variance = n * p * (1 - p)
+excess_kurtosis = (1 - 6 * p * (1 - p)) / variance
+spread = 5 * variance * ((excess_kurtosis + 3) / rows - (rows - 3) / (rows * (rows - 1))) ** 0.5   # 5 sd of a sample variance
+sample = float((labels != -100).sum(dim=1).double().var())
+checks.assert_true(abs(sample - variance) <= spread, name=f"the number of positions chosen per row over {rows} rows of {n}",
+                   problem=f"its variance is {sample:.3f}, expected {variance:.3f} +- {spread:.3f} (binomial).",
+                   hint="Choose each ordinary position independently with probability mask_prob (a coin per position), "
+                        "not a fixed number per row.")
 # The generator is the only source of randomness.
 ids = torch.randint(4, 30, (20, 30), generator=g)
 first = mask_tokens(ids, 3, 30, [0, 1, 2, 3], torch.Generator().manual_seed(77))
