@@ -798,7 +798,8 @@ print("DecoderBlock: hidden edge tests passed")
 # ### Exercise 4: `mask_tokens` (1 + 3 + 1 points)
 #
 # *Points: 1 visible, 3 hidden (the statistics over many draws with tolerances of five binomial standard
-# deviations: the share chosen, the 80/10/10 split, random tokens uniform over the ordinary ids; never a special or
+# deviations: the share chosen and its spread from row to row, the 80/10/10 split, random tokens uniform over the
+# ordinary ids, the original included (tried with only two ordinary ids); never a special or
 # padding position; labels; the generator as the only source of randomness), 1 hidden (edge cases: nothing
 # maskable, one token, `mask_prob` 0, outside $[0, 1]$, the default).*
 
@@ -896,8 +897,10 @@ def within(count, total, p, what, hint):
 
 
 g = torch.Generator().manual_seed(3131)
+# The last case has two ordinary ids, so a random replacement equals the original half the time: 15% of the chosen
+# positions keep their id (a draw that avoids the original gives 10%, about 18 standard deviations lower).
 for vocab, special, mask_id, p, shape in [(30, [0, 1, 2, 3], 3, 0.15, (300, 200)), (12, [0, 5, 11], 11, 0.3, (50, 400)),
-                                          (50, [0, 1, 2, 3, 4], 4, 0.5, (64, 128))]:
+                                          (50, [0, 1, 2, 3, 4], 4, 0.5, (64, 128)), (6, [0, 1, 2, 3], 3, 0.5, (200, 200))]:
     ordinary = [i for i in range(vocab) if i not in special]
     ids = torch.tensor(ordinary)[torch.randint(len(ordinary), shape, generator=g)]
     pads = torch.rand(shape, generator=g) < 0.2
@@ -933,6 +936,20 @@ for vocab, special, mask_id, p, shape in [(30, [0, 1, 2, 3], 3, 0.15, (300, 200)
         spread = 6 * expected ** 0.5 + 3
         checks.assert_true(abs(count - expected) <= spread, name=label + f": random replacements equal to {token}",
                            problem=f"{count}, expected about {expected:.0f}.", hint="Uniform over the ordinary ids.")
+# Each position is chosen independently, so the number chosen in a row of n ordinary positions is binomial(n, p):
+# it varies from row to row with variance n p (1 - p). (Choosing exactly round(n p) per row gives no variance.)
+rows, n, p = 2000, 38, 0.15
+ids = torch.randint(4, 30, (rows, n + 2), generator=g)
+ids[:, 0], ids[:, -1] = 1, 2
+_, labels = mask_tokens(ids, 3, 30, [0, 1, 2, 3], torch.Generator().manual_seed(4242), p)
+variance = n * p * (1 - p)
+excess_kurtosis = (1 - 6 * p * (1 - p)) / variance
+spread = 5 * variance * ((excess_kurtosis + 3) / rows - (rows - 3) / (rows * (rows - 1))) ** 0.5   # 5 sd of a sample variance
+sample = float((labels != -100).sum(dim=1).double().var())
+checks.assert_true(abs(sample - variance) <= spread, name=f"the number of positions chosen per row over {rows} rows of {n}",
+                   problem=f"its variance is {sample:.3f}, expected {variance:.3f} +- {spread:.3f} (binomial).",
+                   hint="Choose each ordinary position independently with probability mask_prob (a coin per position), "
+                        "not a fixed number per row.")
 # The generator is the only source of randomness.
 ids = torch.randint(4, 30, (20, 30), generator=g)
 first = mask_tokens(ids, 3, 30, [0, 1, 2, 3], torch.Generator().manual_seed(77))
@@ -1015,7 +1032,10 @@ for row in range(2):
 # `Seq2Seq` puts the pieces together. One embedding table serves three uses: it embeds the source, it embeds the
 # decoder's input, and its transpose is the output layer (the 2017 transformer shared it the same way, since source
 # and target used one vocabulary). Positions are the fixed sinusoids of the 2017 paper (given: `sinusoidal_positions`), so
-# the model has no position parameters and can be run on lengths it never saw.
+# the model has no position parameters and can be run on lengths it never saw. They are added to the embeddings as
+# they are: the 2017 paper also multiplied the embeddings by $\sqrt{d_{model}}$, and this model does not. The encoder
+# ends with its own LayerNorm (`encoder_norm`), the decoder with `decoder_norm` before the output layer, and each
+# decoder block reads the source through its own cross-attention projections.
 #
 # **Teacher forcing and the shift.** In training, the decoder reads the correct target and predicts it one step
 # ahead. Its input is the target **shifted right** with a start token in front:
@@ -1039,7 +1059,8 @@ for row in range(2):
 #
 # This is the substantial build: five methods, each a few lines, that must agree with each other.
 #
-# *Points: 1 visible, 3 hidden (several sizes, $T \neq S$, unequal source lengths, a `bos_id` other than 1: the
+# *Points: 1 visible, 3 hidden (several sizes, $T \neq S$, unequal source lengths, a `bos_id` other than 1, random
+# weights different in every block: `encode`, `cross_kv` and `decode` against the formulas in the docstring, the
 # shift at every position, `forward` against `decode`, padding tokens without effect, a bidirectional source), 1
 # hidden (parameter counts with the default `d_ff`, the error for bad head counts, `source_positions` on and off,
 # the default mask).*
@@ -1073,12 +1094,17 @@ class Seq2Seq(nn.Module):
       input embeddings always, and to the source embeddings only when source_positions is True (with False
       the encoder sees its source as a bag of tokens).
 
-    encode(src, src_padding_mask=None) -> memory (B, S, d_model): embed (+ positions), every encoder block
-      with the padding mask, encoder_norm.
-    cross_kv(memory) -> a list of n_layer pairs, pair i = decoder[i].cross_attn.project(memory, memory).
+    encode(src, src_padding_mask=None) -> memory (B, S, d_model): x = embed(src), plus
+      sinusoidal_positions(S, d_model) (positions 0..S-1) when source_positions is True; then
+      x = encoder[i](x, src_padding_mask) for i = 0..n_layer-1; memory = encoder_norm(x). The embeddings
+      are not rescaled (no factor sqrt(d_model)).
+    cross_kv(memory) -> a list of n_layer pairs, pair i = decoder[i].cross_attn.project(memory, memory)
+      (each block's own projections).
     decode(tgt_in, memory_kv, src_padding_mask=None) -> logits (B, T, vocab_size): tgt_in (B, T) is the
-      decoder's input (BOS first); embed + positions 0..T-1, decoder block i with memory_kv[i] and the mask,
-      decoder_norm, @ embed.weight.T. Position t predicts the token that follows tgt_in[:, :t+1].
+      decoder's input (BOS first). y = embed(tgt_in) + sinusoidal_positions(T, d_model) (positions 0..T-1,
+      not rescaled); y = decoder[i](y, memory_padding_mask=src_padding_mask, memory_kv=memory_kv[i]) for
+      i = 0..n_layer-1; logits = decoder_norm(y) @ embed.weight.T. Position t predicts the token that
+      follows tgt_in[:, :t+1].
     forward(src, tgt, src_padding_mask=None) -> logits (B, T, vocab_size) for teacher forcing. The decoder's
       input is tgt shifted right by one with bos_id in front, [bos_id, tgt[:, 0], ..., tgt[:, T-2]], so the
       logits at position t predict tgt[:, t] having seen only tgt[:, :t]. Equals
@@ -1176,11 +1202,55 @@ print("Seq2Seq: visible tests passed")
 import torch
 from utils import checks, probes
 
+
+def sinusoids(T, d):
+    # The table of "Attention is all you need" written out: sin(t / 10000^(i/d)) at even i, cos at i + 1.
+    angle = torch.arange(T, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    table = torch.zeros(T, d, dtype=torch.float64)
+    table[:, 0::2], table[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return table.float()
+
+
+def randomise(model, g):
+    # Random weights, different in every block and in both norms, so reusing one block's or skipping one shows.
+    state = model.state_dict()
+    for key, p in probes.parameters(model).items():
+        noise = torch.randn(p.shape, generator=g, dtype=p.dtype)
+        state[key] = noise / p.shape[-1] ** 0.5 if p.dim() > 1 else 0.3 * noise + float(key.endswith("weight"))
+    model.load_state_dict(state)
+
+
+def check_against_the_formulas(model, src, shifted, mask, n_layer, name):
+    # encode, cross_kv and decode as the docstring writes them, from the model's own blocks and norms.
+    table = model.embed.weight.detach()
+    x = table[src] + sinusoids(src.shape[1], table.shape[1])
+    for i in range(n_layer):
+        x = model.get_submodule(f"encoder.{i}")(x, mask)
+    memory = model.encode(src, mask)
+    checks.assert_close(memory, model.encoder_norm(x), atol=1e-4, rtol=1e-4, name=name + ": encode(src, mask)",
+                        hint="encoder_norm(encoder blocks(embed(src) + sinusoidal_positions(S, d_model))), every block "
+                             "with the mask; the embeddings are not multiplied by sqrt(d_model).")
+    kv = model.cross_kv(memory)
+    expected_kv = [model.get_submodule(f"decoder.{i}.cross_attn").project(memory, memory) for i in range(n_layer)]
+    for i in range(n_layer):
+        for j, part in enumerate(["keys", "values"]):
+            checks.assert_close(kv[i][j], expected_kv[i][j], atol=1e-5, rtol=1e-5, name=name + f": cross_kv(memory)[{i}][{j}] (the {part})",
+                                hint=f"Pair i is decoder[i].cross_attn.project(memory, memory): block {i}'s own projections.")
+    y = table[shifted] + sinusoids(shifted.shape[1], table.shape[1])
+    for i in range(n_layer):
+        y = model.get_submodule(f"decoder.{i}")(y, memory_padding_mask=mask, memory_kv=expected_kv[i])
+    checks.assert_close(model.decode(shifted, expected_kv, mask), model.decoder_norm(y) @ table.T, atol=1e-4, rtol=1e-4,
+                        name=name + ": decode(tgt_in, memory_kv, mask)",
+                        hint="decoder_norm(decoder blocks(embed(tgt_in) + sinusoidal_positions(T, d_model))) @ embed.weight.T, "
+                             "positions 0..T-1, block i with memory_kv[i].")
+
+
 g = torch.Generator().manual_seed(1251)
 for vocab, d, h, n_layer, d_ff, bos, B, S, T, lengths in [(11, 12, 3, 1, 24, 1, 3, 6, 4, [6, 2, 4], ),
                                                           (17, 16, 4, 3, None, 5, 2, 3, 7, [3, 1]),
                                                           (9, 8, 2, 2, 16, 2, 1, 8, 1, [8])]:
     model = Seq2Seq(vocab, d, h, n_layer, d_ff, bos_id=bos)
+    randomise(model, g)
     name = f"Seq2Seq({vocab}, {d}, {h}, {n_layer}, {d_ff}, bos_id={bos}) on src {(B, S)} (lengths {lengths}), tgt {(B, T)}"
     src = torch.randint(3, vocab, (B, S), generator=g)
     tgt = torch.randint(3, vocab, (B, T), generator=g)
@@ -1188,6 +1258,7 @@ for vocab, d, h, n_layer, d_ff, bos, B, S, T, lengths in [(11, 12, 3, 1, 24, 1, 
     logits = model(src, tgt, mask)
     checks.assert_tensor(logits, name=name, shape=(B, T, vocab), dtype=torch.float32)
     shifted = torch.cat([torch.full((B, 1), bos), tgt[:, :-1]], dim=1)
+    check_against_the_formulas(model, src, shifted, mask, n_layer, name + " with random weights")
     memory = model.encode(src, mask)
     checks.assert_tensor(memory, name=name + ": encode(src, mask)", shape=(B, S, d), dtype=torch.float32)
     kv = model.cross_kv(memory)
