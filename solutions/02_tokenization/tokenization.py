@@ -2394,6 +2394,11 @@ checks.assert_equal(_encoded("a <|endoftext|> h"), [97, 32, 5000, 257], name="en
 checks.assert_equal(_encoded("<|im_end|><|im_start|>"), [5002, 5001], name="encode_with_specials('<|im_end|><|im_start|>')")
 checks.assert_equal(_encoded("im<|im_end|>_"), [258, 5002, 95], name="encode_with_specials('im<|im_end|>_')",
                     hint="no merge across a special token: 'im' and '_' are on different sides.")
+# A special token between the two halves of a merge, where the text without it would be one word ('im', '<|').
+checks.assert_equal(_encoded("i<|endoftext|>m"), [105, 5000, 109], name="encode_with_specials('i<|endoftext|>m')",
+                    hint="encode the text on each side on its own: removing the special string first makes 'im' one word.")
+checks.assert_equal(_encoded("<<|im_end|>|"), [60, 5002, 124], name="encode_with_specials('<<|im_end|>|')",
+                    hint="no merge across a special token: '<' and '|' are on different sides.")
 
 # Random texts made of pieces that tempt every mistake: parts of special strings, '|', '<', '>', spaces.
 rng = random.Random(8)
