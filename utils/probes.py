@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 # Set by the judge (``autograder.judge``) in its own process. In a student's kernel it stays None and
@@ -53,7 +54,7 @@ class TracedCall:
     ``result``: the return value. ``args_after``/``kwargs_after``: the arguments as they were after
     the call (equal to the inputs unless the function modified them in place).
     ``returns_argument``: the result *is* one of the argument objects (e.g. the caller's own list).
-    ``shares_memory``: a tensor in the result shares memory with a tensor argument (a view of it).
+    ``shares_memory``: a tensor in the result shares memory with a tensor or NumPy array argument (a view of it).
     """
 
     result: Any
@@ -140,11 +141,34 @@ def _storage_span(tensor: torch.Tensor):
     return start, start + tensor.untyped_storage().nbytes()
 
 
+def _arrays_in(value, found: list) -> list:
+    if isinstance(value, np.ndarray):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _arrays_in(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _arrays_in(item, found)
+    return found
+
+
+def _array_span(array: np.ndarray):
+    # The bytes a NumPy array (a view, strided, or a memmap) can reach: a tensor made from it with
+    # torch.from_numpy lives inside them.
+    if array.size == 0:
+        return None
+    start = array.__array_interface__["data"][0]
+    offsets = [(n - 1) * stride for n, stride in zip(array.shape, array.strides)]
+    return start + sum(o for o in offsets if o < 0), start + sum(o for o in offsets if o > 0) + array.itemsize
+
+
 def _traced_call_here(fn, args, kwargs) -> dict:
     result = fn(*args, **kwargs)
     argument_objects = list(args) + list(kwargs.values())
     returns_argument = any(result is a for a in argument_objects if not isinstance(a, (int, float, str, bool, type(None))))
     spans = [s for s in (_storage_span(t) for t in _tensors_in(argument_objects, [])) if s]
+    spans += [s for s in (_array_span(a) for a in _arrays_in(argument_objects, [])) if s]
     shares = False
     for tensor in _tensors_in(result, []):
         span = _storage_span(tensor)

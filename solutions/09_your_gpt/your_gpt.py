@@ -320,9 +320,11 @@ checks.assert_equal(sorted(set(zip(x[:, 0].tolist(), y[:, 0].tolist()))), [(1, 2
                     name="pairs for T = 1 from a uint16 array holding 65535",
                     hint="Convert through a wide integer type: uint16 65535 is not -1.")
 checks.assert_raises(ValueError, get_batch, np.arange(6, dtype=np.uint16), 6, 1, name="get_batch with N = T")
-call = probes.traced_call(get_batch, np.arange(20, dtype=np.uint16), 5, 4, torch.Generator().manual_seed(1))
-checks.assert_true(not call.shares_memory, name="x and y versus data",
-                   problem="the result shares memory with the data array.", hint="Return new tensors (copy the windows).")
+# New tensors: with int64 data (no conversion needed) and one window, torch.from_numpy of a slice is a view.
+for dtype, batch in [(np.uint16, 4), (np.int64, 1), (np.int64, 3)]:
+    call = probes.traced_call(get_batch, np.arange(20, dtype=dtype), 5, batch, torch.Generator().manual_seed(1))
+    checks.assert_true(not call.shares_memory, name=f"x and y versus {np.dtype(dtype).name} data, B = {batch}",
+                       problem="the result shares memory with the data array.", hint="Return new tensors (copy the windows).")
 
 # generator=None draws from PyTorch's global generator: the same global seed gives the same windows, and the
 # next call, the global state having moved on, gives other ones.
