@@ -131,6 +131,10 @@ MALFORMED = [
     {"$": "npscalar", "dtype": ["<i8"], "data": ""},
     {"$": "tensor", "dtype": "float32", "shape": [1], "data": "AAAAAA==", "device": "cuda:0; import os"},
     {"$": "tensor", "dtype": "float32", "shape": [1], "data": "AAAAAA==", "device": 0},
+    {"$": "tensor", "dtype": "float32", "shape": [1, 1], "data": "AAAAAA==", "order": [0, 0]},
+    {"$": "tensor", "dtype": "float32", "shape": [1, 1], "data": "AAAAAA==", "order": [1]},
+    {"$": "tensor", "dtype": "float32", "shape": [1, 1], "data": "AAAAAA==", "order": "10"},
+    {"$": "tensor", "dtype": "float32", "shape": [1, 1], "data": "AAAAAA==", "order": [1.0, 0.0]},
 ]
 
 
@@ -300,3 +304,27 @@ def test_a_device_check_fails_in_the_judge_for_a_tensor_that_was_on_another_devi
     with pytest.raises(AssertionError, match="on cuda:0"):
         checks.assert_close(got, torch.arange(3.0), name="x")
     checks.assert_tensor(got, name="x", device="cuda")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64", "bool"])
+def test_a_transposed_tensor_arrives_transposed_and_a_sliced_one_contiguous(dtype):
+    # The student's kernel and the judge see the same layout for a transpose (split_heads' output fed to
+    # merge_heads: code that needs .contiguous() must fail in both), and the same values for anything else.
+    base = torch.arange(24).reshape(2, 3, 4).to(getattr(torch, dtype))
+    for view in [base.transpose(1, 2), base.permute(2, 0, 1), base.transpose(0, 2)]:
+        got = wire_decode.decode(json.loads(json.dumps(wire.encode(view))))
+        assert got.shape == view.shape and torch.equal(got, view) and got.dtype == view.dtype
+        assert got.stride() == view.stride() and not got.is_contiguous()
+    gapped = base.transpose(0, 2)[:, :1]
+    got = wire_decode.decode(json.loads(json.dumps(wire.encode(gapped))))
+    assert torch.equal(got, gapped) and got.is_contiguous()
+    assert wire.memory_order(base) is None and wire.memory_order(gapped) is None
+
+
+def test_a_transposed_tensor_keeps_requires_grad_and_parameter_type():
+    value = torch.nn.Parameter(torch.randn(3, 4).t())
+    got = wire_decode.decode(json.loads(json.dumps(wire.encode(value))))
+    assert type(got) is torch.nn.Parameter and got.requires_grad and got.stride() == value.stride()
+    value = torch.randn(3, 4, requires_grad=True).t()
+    got = wire_decode.decode(json.loads(json.dumps(wire.encode(value))))
+    assert got.requires_grad and got.is_leaf and torch.equal(got.detach(), value.detach())
