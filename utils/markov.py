@@ -9,6 +9,8 @@
 * ``BigramLM``: a one-table model with the ``(logits, loss)`` interface, for tests of a training step.
 * ``BiasedBigramLM`` (two parameter tensors) and ``sgd_one_group_per_parameter(model, lr)`` (one
   parameter group per tensor): a training step must clip by the global norm and set every group's rate.
+* ``parts_with(parts, ffn=..., rope=...)``: a notebook's parts with ``BiasedFeedForward`` (Linear layers
+  with biases) or ``unrotated`` (a RoPE function that rotates nothing), for tests of a model's build.
 
 These are test instruments, not answers to any exercise: students receive this module as it is.
 """
@@ -161,3 +163,32 @@ class DecayProbe(nn.Module):
     def forward(self, idx):
         x = self.emb(idx) + self.pos[: idx.shape[1]]
         return self.head(self.rms(self.fc(self.norm(x))))
+
+
+class BiasedFeedForward(nn.Module):
+    """A feed-forward part (C -> d_ff -> C with a GELU) whose two layers, ``fc`` and ``proj``, have biases:
+    a model built with it shows whether its initialisation sets every Linear bias to 0."""
+
+    def __init__(self, n_embd: int, d_ff: int):
+        super().__init__()
+        self.fc, self.proj = nn.Linear(n_embd, d_ff), nn.Linear(d_ff, n_embd)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x)))
+
+
+def unrotated(x: torch.Tensor) -> torch.Tensor:
+    """A stand-in for a RoPE function that rotates nothing (returns its input): enough to build a model
+    with positions="rope" and look at its attributes."""
+    return x
+
+
+def parts_with(parts: dict, ffn: bool = False, rope: bool = False) -> dict:
+    """A copy of a notebook's ``parts`` dictionary with ``BiasedFeedForward`` as its "ffn" (``ffn=True``)
+    and/or ``unrotated`` as its "rope" (``rope=True``), built where the student's code runs."""
+    changed = dict(parts)
+    if ffn:
+        changed["ffn"] = BiasedFeedForward
+    if rope:
+        changed["rope"] = unrotated
+    return changed

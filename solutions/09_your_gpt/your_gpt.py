@@ -840,6 +840,12 @@ checks.assert_close(other.std(), 0.02, rtol=0.12, atol=0, name="std of the other
 checks.assert_close(p["tok_emb.weight"].std(), 0.02, rtol=0.12, atol=0, name="std of the token embedding")
 checks.assert_close(p["pos_emb.weight"].std(), 0.02, rtol=0.12, atol=0, name="std of the position embedding")
 checks.assert_equal(p["ln_f.weight"].tolist(), [1.0] * C, name="final norm gain at initialisation")
+# Every Linear bias 0: built with a feed-forward part whose two Linear layers have biases (nn.Linear's own
+# initialisation makes them nonzero).
+biased = probes.parameters(GPT(20, 8, n_layer=2, n_head=2, n_embd=16, parts=probes.make("utils.markov.parts_with", PARTS, ffn=True)))
+for name in [f"blocks.{i}.ffn.{layer}.bias" for i in range(2) for layer in ("fc", "proj")]:
+    checks.assert_close(biased[name], torch.zeros_like(biased[name]), atol=0, rtol=0, name=f"{name} at initialisation (parts with biased Linear layers)",
+                        hint="Set every nn.Linear bias to 0 (when the layer has one).")
 
 # Train a tiny one on an order-1 Markov chain over 8 symbols; its best possible loss is the entropy rate.
 # (Trained where your code runs, with torch.optim.AdamW; no time limit: only the loss it reaches counts.)
@@ -879,6 +885,11 @@ checks.assert_equal(probes.num_parameters(model), V * C + N * (12 * C * C + 4 * 
 checks.assert_raises(ValueError, GPT, V, T, n_layer=1, n_head=2, n_embd=C, positions="rope",
                      name="GPT(..., positions='rope') with no RoPE function in the parts",
                      hint="Build the blocks with Block(..., rope=(positions == 'rope')); Block raises when no RoPE function is given.")
+# With a RoPE function in the parts, positions="rope" builds no position table: pos_emb is None.
+rope_model = GPT(V, T, n_layer=N, n_head=2, n_embd=C, positions="rope", parts=probes.make("utils.markov.parts_with", PARTS, rope=True))
+checks.assert_true(rope_model.pos_emb is None, name="GPT(..., positions='rope').pos_emb", problem="a position table exists",
+                   hint="With RoPE the positions live inside attention: pos_emb = None unless positions == 'learned'.")
+checks.assert_equal(probes.num_parameters(rope_model), V * C + N * (12 * C * C + 4 * C) + 2 * C, name="parameter count with positions='rope'")
 # Without positions (and causal), a model sees the prefix as a bag: with the same prefix multiset at the last
 # position, permuting earlier tokens leaves the last logits unchanged.
 idx = torch.tensor([[1, 2, 3, 4]])
@@ -1041,8 +1052,9 @@ checks.assert_raises(ValueError, adamw_update, p, g, torch.zeros(2), torch.zeros
 # ### Exercise: which parameters are decayed
 #
 # Return the names (as `model.named_parameters()` lists them) of the parameters to decay and of those not
-# to decay: a parameter is decayed **only if** it is the weight of an `nn.Linear` and not also the weight of
-# an `nn.Embedding` (a tied head's weight is the embedding). Everything else is not decayed: biases, the gains
+# to decay: a parameter is decayed **only if** it is the weight of a module that is an `nn.Linear`
+# (`isinstance`: subclasses included) and not also the weight of an `nn.Embedding` (a tied head's weight is
+# the embedding), frozen or not. Everything else is not decayed: biases, the gains
 # and shifts of any norm (`nn.LayerNorm`, `nn.RMSNorm`, yours), embeddings and position tables.
 #
 # *Points: 1 visible, 2 hidden.*
@@ -1058,8 +1070,9 @@ def decay_names(model):
         model: an nn.Module. Never modified.
     Returns:
         (decay, no_decay): two lists of str, the names of model.named_parameters() in that order (each
-        shared parameter once); decay holds exactly the weights of nn.Linear modules that are not also
-        the weight of an nn.Embedding, no_decay all the others.
+        shared parameter once, requires_grad or not); decay holds exactly the weights of every module
+        that is an nn.Linear (isinstance, subclasses included) that are not also the weight of an
+        nn.Embedding, whatever the modules' names; no_decay all the others.
     """
     ### BEGIN SOLUTION
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
@@ -1103,6 +1116,24 @@ nested = probes.make("torch.nn.Sequential", inner, probes.make("torch.nn.Linear"
 checks.assert_equal(decay_names(nested), (["0.0.weight", "1.weight"], ["0.1.weight", "0.1.bias", "1.bias"]),
                     name="decay_names of a Sequential nested in a Sequential",
                     hint="Look at every module at every depth (model.modules()), not only the direct children.")
+# A frozen parameter is still listed: the two lists cover every name of named_parameters().
+frozen = probes.make("torch.nn.Linear", 3, 4)
+frozen.requires_grad_(False)
+partly_frozen = probes.make("torch.nn.Sequential", frozen, probes.make("torch.nn.Linear", 4, 2))
+checks.assert_equal(decay_names(partly_frozen), (["0.weight", "1.weight"], ["0.bias", "1.bias"]),
+                    name="decay_names of a Sequential whose first Linear is frozen (requires_grad=False)",
+                    hint="List every name of model.named_parameters(), trainable or not.")
+# An embedding is recognised by its module, not by its name: here it is registered as "0".
+unnamed = probes.make("torch.nn.Sequential", probes.make("torch.nn.Embedding", 3, 2), probes.make("torch.nn.Linear", 2, 3))
+checks.assert_equal(decay_names(unnamed), (["1.weight"], ["0.weight", "1.bias"]),
+                    name="decay_names of Sequential(Embedding(3, 2), Linear(2, 3))",
+                    hint="Decide by the module's class (isinstance nn.Linear / nn.Embedding), not by the parameter's name or shape.")
+# A subclass of nn.Linear is an nn.Linear: nn.MultiheadAttention's out_proj (NonDynamicallyQuantizableLinear)
+# is decayed; its in_proj_weight is a parameter of the attention module itself, not of a Linear.
+mha = probes.make("torch.nn.MultiheadAttention", 4, 2)
+checks.assert_equal(decay_names(mha), (["out_proj.weight"], ["in_proj_weight", "in_proj_bias", "out_proj.bias"]),
+                    name="decay_names of nn.MultiheadAttention(4, 2)",
+                    hint="isinstance(m, nn.Linear) includes subclasses of nn.Linear; type(m) is nn.Linear does not.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c36"
@@ -1176,6 +1207,17 @@ for shapes, scale, max_norm in [([(3, 4), (5,), (2, 2, 2)], 1.0, 0.5), ([(10,), 
     for i, p in enumerate(params):
         checks.assert_close(clipped[i], p.grad, atol=1e-6, rtol=1e-5, name=f"clipped tensor {i} for shapes {shapes}, max_norm={max_norm}",
                             hint="Compare with torch.nn.utils.clip_grad_norm_: one factor for all tensors, from the global norm.")
+# The clipped tensors keep the gradients' dtype (g * c): float64 stays float64, float32 stays float32.
+for dtype in (torch.float64, torch.float32):
+    clipped, _ = clip_grad_norm([torch.tensor([3.0, 4.0], dtype=dtype), torch.ones(2, 2, dtype=dtype)], 1.0)
+    for i, t in enumerate(clipped):
+        checks.assert_tensor(t, name=f"clipped tensor {i} of {dtype} gradients", dtype=dtype,
+                             hint="Return g * c in the gradient's own dtype; no .float() or .double().")
+# The stated epsilon: c = min(1, max_norm / (total_norm + 1e-6)); it shows when the norm is near 1e-6.
+clipped, _ = clip_grad_norm([torch.tensor([1e-6], dtype=torch.float64)], 1e-7)
+checks.assert_close(clipped[0], torch.tensor([1e-6 * 1e-7 / (1e-6 + 1e-6)], dtype=torch.float64), atol=0, rtol=1e-6,
+                    name="clip_grad_norm([tensor([1e-6], float64)], 1e-7)",
+                    hint="The factor is min(1, max_norm / (total_norm + 1e-6)), with the 1e-6 in the denominator.")
 ### END HIDDEN TESTS
 
 # %% id="c40" nbgrader={"grade": true, "grade_id": "test_clip_grad_norm_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
