@@ -122,15 +122,16 @@ def mutating_call(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-def _tensors_in(value, found: list) -> list:
-    if isinstance(value, torch.Tensor):
+def _instances_in(value, kind, found: list) -> list:
+    """Every object of type ``kind`` in ``value`` and the lists, tuples and dict values nested in it."""
+    if isinstance(value, kind):
         found.append(value)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _tensors_in(item, found)
+            _instances_in(item, kind, found)
     elif isinstance(value, dict):
         for item in value.values():
-            _tensors_in(item, found)
+            _instances_in(item, kind, found)
     return found
 
 
@@ -139,18 +140,6 @@ def _storage_span(tensor: torch.Tensor):
         return None
     start = tensor.untyped_storage().data_ptr()
     return start, start + tensor.untyped_storage().nbytes()
-
-
-def _arrays_in(value, found: list) -> list:
-    if isinstance(value, np.ndarray):
-        found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _arrays_in(item, found)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _arrays_in(item, found)
-    return found
 
 
 def _array_span(array: np.ndarray):
@@ -167,10 +156,10 @@ def _traced_call_here(fn, args, kwargs) -> dict:
     result = fn(*args, **kwargs)
     argument_objects = list(args) + list(kwargs.values())
     returns_argument = any(result is a for a in argument_objects if not isinstance(a, (int, float, str, bool, type(None))))
-    spans = [s for s in (_storage_span(t) for t in _tensors_in(argument_objects, [])) if s]
-    spans += [s for s in (_array_span(a) for a in _arrays_in(argument_objects, [])) if s]
+    spans = [s for s in (_storage_span(t) for t in _instances_in(argument_objects, torch.Tensor, [])) if s]
+    spans += [s for s in (_array_span(a) for a in _instances_in(argument_objects, np.ndarray, [])) if s]
     shares = False
-    for tensor in _tensors_in(result, []):
+    for tensor in _instances_in(result, torch.Tensor, []):
         span = _storage_span(tensor)
         if span and any(span[0] < end and start < span[1] for start, end in spans):
             shares = True
