@@ -167,11 +167,16 @@ def _shape(value: dict) -> list[int]:
     return shape
 
 
-def _inverse_order(order, dims: int) -> list[int]:
+def _in_sent_layout(tensor, value: dict, dims: int):
+    """A tensor sent in memory order (``"order"``: a transposed one) with its dimensions put back, which
+    restores its strides; any other tensor as it is."""
+    if "order" not in value:
+        return tensor
+    order = value["order"]
     if type(order) is not list or len(order) != dims or not all(type(d) is int for d in order) \
             or sorted(order) != list(range(dims)):
         raise WireError("bad tensor order")
-    return [order.index(d) for d in range(dims)]
+    return tensor.permute([order.index(d) for d in range(dims)])
 
 
 def _decode_tensor(value: dict, resolve=None, depth: int = 0, resolve_global=None):
@@ -194,8 +199,7 @@ def _decode_tensor(value: dict, resolve=None, depth: int = 0, resolve_global=Non
     tensor = flat.clone().reshape(shape)
     if name == "bfloat16":
         tensor = tensor.view(torch.bfloat16)
-    if "order" in value:   # sent in memory order: put the dimensions back, which restores the strides
-        tensor = tensor.permute(_inverse_order(value["order"], len(shape)))
+    tensor = _in_sent_layout(tensor, value, len(shape))
     grad = value.get("grad") is True and (tensor.is_floating_point() or tensor.is_complex())
     if value.get("parameter") is True:
         tensor = torch.nn.Parameter(tensor, requires_grad=grad)
