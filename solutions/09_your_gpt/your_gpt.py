@@ -1224,13 +1224,19 @@ checks.assert_close(clipped[0], torch.tensor([1e-6 * 1e-7 / (1e-6 + 1e-6)], dtyp
 # Hidden tests for clip_grad_norm (edge cases) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
-from utils import checks
+from utils import checks, probes
 
 clipped, norm = clip_grad_norm([], 1.0)
 checks.assert_equal((clipped, norm), ([], 0.0), name="clip_grad_norm([], 1.0)")
 _, norm = clip_grad_norm([torch.tensor([3.0, 4.0])], 1.0)
 checks.assert_true(type(norm) is float, name="type of total_norm", problem=f"got {type(norm).__name__}", hint="Return a Python float.")
 checks.assert_raises(ValueError, clip_grad_norm, [torch.ones(2)], 0.0, name="clip_grad_norm with max_norm = 0")
+# New tensors also when nothing is clipped (c = 1): the caller's gradients are not handed back.
+for max_norm in [10.0, 0.5]:
+    call = probes.traced_call(clip_grad_norm, [torch.tensor([3.0, 4.0]), torch.ones(2, 2)], max_norm)
+    checks.assert_true(not call.shares_memory and not call.returns_argument, name=f"clip_grad_norm(..., max_norm={max_norm})'s tensors",
+                       problem="the result holds the caller's gradient tensors (or views of them).",
+                       hint="Return new tensors g * c for every g, even when c = 1.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c41"
