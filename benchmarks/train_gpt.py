@@ -52,7 +52,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from utils import corpus  # noqa: E402
-from utils.run_cost import GPU_PEAK_TFLOPS  # noqa: E402  (one table of datasheet peaks, for the notebook and this script)
+from utils.run_cost import GPU_PEAK_TFLOPS, matmul_rates  # noqa: E402  (one table of datasheet peaks, for the notebook and this script)
 from utils.precision import Precision, choose_precision, peak_memory_bytes, peak_memory_source, reset_peak_memory  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
@@ -275,15 +275,7 @@ def measured_matmul_peak(model, rows: int, device, repeats: int = 31) -> tuple[f
     timed ``repeats`` times on its own, and a text with the spread (10th to 90th percentile) of that shape."""
     best, best_text = 0.0, "no linear layer"
     for n_out, n_in in sorted({tuple(m.weight.shape) for m in model.modules() if isinstance(m, nn.Linear)}):
-        x, w = torch.randn(rows, n_in, device=device), torch.randn(n_out, n_in, device=device)
-        for _ in range(3):
-            x @ w.T
-        rates = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            x @ w.T
-            rates.append(2 * rows * n_in * n_out / (time.perf_counter() - start))
-        rates.sort()
+        rates = matmul_rates(rows, n_in, n_out, device, repeats=repeats, warmup=3)
         median = rates[len(rates) // 2]
         if median > best:
             low, high = rates[len(rates) // 10], rates[(9 * len(rates)) // 10]

@@ -89,19 +89,27 @@ def gpu_peak_flops(name: str, dtype: torch.dtype) -> float | None:
     return None
 
 
+def matmul_rates(rows: int, inner: int, cols: int, device, dtype: torch.dtype = torch.float32, repeats: int = 5,
+                 warmup: int = 1) -> list[float]:
+    """FLOP/s of ``repeats`` timed products (rows x inner) @ (inner x cols) on ``device``, after ``warmup``
+    untimed ones, sorted from slowest to fastest."""
+    a = torch.randn(rows, inner, device=device, dtype=dtype)
+    b = torch.randn(inner, cols, device=device, dtype=dtype)
+    synchronize = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+    rates = []
+    for step in range(warmup + repeats):
+        synchronize()
+        start = time.perf_counter()
+        a @ b
+        synchronize()
+        if step >= warmup:
+            rates.append(2 * rows * inner * cols / (time.perf_counter() - start))
+    return sorted(rates)
+
+
 def measured_peak_flops(device, dtype: torch.dtype = torch.float32, size: int = 512, repeats: int = 5) -> float:
     """The median FLOP/s of ``repeats`` square matmuls on ``device`` (for a device with no datasheet entry)."""
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    rates = []
-    for _ in range(repeats + 1):
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        a @ a
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize()
-        rates.append(2 * size ** 3 / (time.perf_counter() - start))
-    return statistics.median(rates[1:])
+    return statistics.median(matmul_rates(size, size, size, device, dtype, repeats))
 
 
 def peak_flops(device, dtype: torch.dtype) -> tuple[float, str]:
