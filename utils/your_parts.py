@@ -183,16 +183,19 @@ _MULTIHEAD_CALL = inspect.signature(nn.MultiheadAttention.forward)
 def _called_like_multihead_attention(attention: nn.Module, causal: bool) -> nn.Module:
     """``attention`` (a part of notebook 09: ``forward(x)``, causal or not as it was built), now answering the call
     notebook 07's block makes of ``nn.MultiheadAttention``: ``attn(h, h, h, attn_mask=mask, need_weights=False)``
-    gives ``(output, None)``, attending from the query (the block passes its normalised input three times). A
-    mask (or ``is_causal=True``) must come exactly when the block is causal, else ValueError. Hooks, not a
+    gives ``(output, None)``, attending from the query (the block passes its normalised input three times). The
+    causal mask (or ``is_causal=True``) must come exactly when the block is causal, and no other mask, else
+    ValueError (the same reading of a mask as ``SelfAttentionPart``'s, ``_is_causal_mask``). Hooks, not a
     wrapper: the parameter names stay those of the part (``attn.qkv.weight``, ...)."""
 
     def before(module, args, kwargs):
         call = _MULTIHEAD_CALL.bind(module, *args, **kwargs).arguments
-        masked = call.get("attn_mask") is not None or bool(call.get("is_causal", False))
-        if masked != causal or call.get("key_padding_mask") is not None:
+        mask = call.get("attn_mask")
+        kind = _is_causal_mask(mask, call["query"].shape[-2], bool(call.get("is_causal", False)))
+        if kind is not causal or call.get("key_padding_mask") is not None:
+            said = "None" if mask is None else "the causal mask" if kind else "a mask that is not the causal one"
             raise ValueError(f"a {'causal' if causal else 'non-causal'} block called its attention with "
-                             f"attn_mask={'a mask' if masked else 'None'}, key_padding_mask="
+                             f"attn_mask={said}, key_padding_mask="
                              f"{'None' if call.get('key_padding_mask') is None else 'a mask'}")
         return (call["query"],), {}
 
