@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from utils import corpus  # noqa: E402
+from train_gpt import load_corpus  # noqa: E402  (the course's own data: one reading of the corpus)
 
 NANOGPT_URL = "https://github.com/karpathy/nanoGPT"
 SKIP = 10                 # steps left out of tokens/s at the start (both scripts), as train_gpt.py does
@@ -56,16 +56,15 @@ EVAL_LINE = re.compile(r"^step (\d+): train loss ([\d.]+), val loss ([\d.]+)", r
 def write_nanogpt_data(data_dir: Path) -> int:
     """Write the course's character data as nanoGPT's train.bin, val.bin (uint16 ids) and meta.pkl; return V.
 
-    The same text, split and vocabulary as ``train_gpt.load_corpus("python_docs")``.
+    The same text, split and vocabulary as the course's run: ``train_gpt.load_corpus("python_docs")``.
     """
-    train_text, val_text = corpus.train_validation_split(corpus.python_docs(), 0.1)
-    chars = sorted(set(train_text) | set(val_text))
-    stoi = {ch: i for i, ch in enumerate(chars)}
+    train_ids, val_ids, chars = load_corpus("python_docs")
     data_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in (("train", train_text), ("val", val_text)):
-        np.array([stoi[ch] for ch in text], dtype=np.uint16).tofile(data_dir / f"{name}.bin")
+    for name, ids in (("train", train_ids), ("val", val_ids)):
+        ids.numpy().astype(np.uint16).tofile(data_dir / f"{name}.bin")
     with open(data_dir / "meta.pkl", "wb") as handle:
-        pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": stoi}, handle)
+        pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)),
+                     "stoi": {ch: i for i, ch in enumerate(chars)}}, handle)
     return len(chars)
 
 
