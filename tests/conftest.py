@@ -1,5 +1,11 @@
 """Shared fixtures: the course's assignments, one notebook run per assignment, and the run report.
 
+Each notebook runs once in full per session (``notebook_run``): its student version with the solutions
+filled in, alone on a simulated Colab (tests/simulated_colab.py), timed in CPU seconds; the solution's
+tests, hidden ones included, and its mutants then run in the judge as the grader runs them. A second full
+run of the solution notebook in the repository's kernel would test nothing more: the judge runs every
+test cell, and the student version is the solution notebook less its hidden tests.
+
 Every kernel and process the suite starts runs PyTorch on one thread, as the grader's runners do
 (issue 35): set here, before anything imports PyTorch, in this process's environment, which the
 kernels (nbclient, self-grading, the `selfgrade` command) and subprocesses inherit; the simulated
@@ -8,8 +14,8 @@ Colab's kernel and `autograder check`'s kernel set it themselves. A test about t
 
 from __future__ import annotations
 
-import functools
 import os
+from dataclasses import dataclass
 import sys
 from pathlib import Path
 
@@ -25,8 +31,11 @@ torch.set_num_threads(1)   # the judge's test cells run in this process
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from autograder.course import conventions  # noqa: E402
+import nbformat  # noqa: E402
+
+from autograder.course import conventions, submissions  # noqa: E402
 from autograder.course.check import NotebookReport, run_notebook  # noqa: E402
+from simulated_colab import AloneRun, colab, run_alone  # noqa: E402,F401  (colab: a session fixture)
 
 ASSIGNMENTS = conventions.assignments()
 ASSIGNMENT_NAMES = frozenset(a.name for a in ASSIGNMENTS)
@@ -54,15 +63,21 @@ def pytest_generate_tests(metafunc):
 
 
 def scope_of(nodeid: str) -> str:
-    """The unit of work pytest-xdist hands to one worker: a module's tests for one assignment
-    (``test_x.py[09_your_gpt]``: the tests that share that notebook's run, ``report``), or a whole module
-    for every other test (its module-scoped fixtures, a graded batch, are then made once), or the modules
-    of ``SHARED_SCOPES`` together."""
+    """The unit of work pytest-xdist hands to one worker: the tests of ``NOTEBOOK_RUN_MODULES`` for one
+    assignment (``notebook run[09_your_gpt]``: they share that notebook's run, ``notebook_run``), a module's
+    tests for one assignment (``test_x.py[09_your_gpt]``), or a whole module for every other test (its
+    module-scoped fixtures, a graded batch, are then made once), or the modules of ``SHARED_SCOPES`` together."""
     module = nodeid.split("::", 1)[0]
     param = nodeid[nodeid.rfind("[") + 1:-1] if nodeid.endswith("]") and "[" in nodeid else ""
     if module in SHARED_SCOPES:
         return SHARED_SCOPES[module]
-    return f"{module}[{param}]" if param in ASSIGNMENT_NAMES else module
+    if param in ASSIGNMENT_NAMES:
+        return f"notebook run[{param}]" if module in NOTEBOOK_RUN_MODULES else f"{module}[{param}]"
+    return module
+
+
+# The modules whose tests read one notebook's run (``notebook_run``, ``report``).
+NOTEBOOK_RUN_MODULES = frozenset({"tests/course/test_solutions_and_mutants.py", "tests/course/test_colab_simulation.py"})
 
 
 # Tests that share a fixture made once go out as one unit, so that one worker makes it once: modules that
@@ -160,17 +175,41 @@ def small_class(tmp_path_factory) -> Path:
     return root
 
 
-@functools.cache
-def notebook_report(name: str) -> NotebookReport:
-    assignment = next(a for a in ASSIGNMENTS if a.name == name)
-    report = run_notebook(assignment)
-    _SUMMARIES[name] = _summary(report)
-    return report
+# The probe appended to each notebook's run: where its helpers came from (the installed wheel, not the checkout).
+PROBE_CELL = ("import sys, utils, hypothesis\n"
+              "print('utils from', utils.__file__)\n"
+              "print('sys.path', [p for p in sys.path if p])")
+
+
+@dataclass
+class NotebookRun:
+    report: NotebookReport    # the kernel run's fields from ``alone``; the judge run's and the mutants' own
+    alone: AloneRun           # the student version, solutions filled in, run alone on the simulated Colab
+    folder: Path              # Colab's working folder: nothing but the notebook
+
+
+_NOTEBOOK_RUNS: dict[str, NotebookRun] = {}
 
 
 @pytest.fixture
-def report(assignment) -> NotebookReport:
-    return notebook_report(assignment.name)
+def notebook_run(assignment, colab, tmp_path_factory) -> NotebookRun:
+    if assignment.name not in _NOTEBOOK_RUNS:
+        folder = tmp_path_factory.mktemp(f"colab-{assignment.name}") / "content"
+        nb = submissions.filled_in(assignment)
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE_CELL))
+        submissions.write(nb, folder / assignment.release_path.name)
+        alone = run_alone(nb, folder, colab, wall_timeout_s=WALL_CELL_TIMEOUT_S, cell_cpu_limit_s=600)
+        report = run_notebook(assignment, in_kernel=False)
+        report.seconds, report.heaviest_cell_seconds = alone.seconds, alone.heaviest_cell_seconds
+        report.cell_errors = dict(alone.cell_errors)
+        _SUMMARIES[assignment.name] = _summary(report)
+        _NOTEBOOK_RUNS[assignment.name] = NotebookRun(report, alone, folder)
+    return _NOTEBOOK_RUNS[assignment.name]
+
+
+@pytest.fixture
+def report(notebook_run) -> NotebookReport:
+    return notebook_run.report
 
 
 # -- the terminal summary: each notebook's CPU time and its mutants ---------------------------------

@@ -70,13 +70,16 @@ def _error_of(outputs) -> str | None:
 
 
 def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = True,
-                 cell_cpu_limit_s: float = 600) -> NotebookReport:
+                 cell_cpu_limit_s: float = 600, in_kernel: bool = True) -> NotebookReport:
     """Both runs of one solution notebook. In the kernel run a cell is stopped after ``cell_cpu_limit_s`` CPU
-    seconds (``cpu_time``), and after ``WALL_BACKSTOP`` times as many wall-clock seconds (a hung kernel)."""
+    seconds (``cpu_time``), and after ``WALL_BACKSTOP`` times as many wall-clock seconds (a hung kernel).
+    ``in_kernel=False``: the judge run only (its caller runs the notebook elsewhere and fills in the kernel
+    run's fields: the test suite runs the student version once, alone on a simulated Colab)."""
     nb = load_solution(assignment)
     mutants = mutant_edits.assignment_mutants(assignment, nb) if with_mutants else {}   # a stale one stops here
     report = NotebookReport(assignment.name, 0.0, conventions.cpu_budget_seconds(nb))
-    _run_in_kernel(nb, assignment, report, cell_cpu_limit_s)
+    if in_kernel:
+        _run_in_kernel(nb, assignment, report, cell_cpu_limit_s)
     _run_in_judge(nb, report, mutants)
     return report
 

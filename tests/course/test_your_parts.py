@@ -227,7 +227,7 @@ def test_notebook_09_falls_back_part_by_part_on_untouched_notebooks_and_runs_the
     # student notebooks beside it, so every part falls back with its reason; COURSE_GPU_CONFIG_ON_CPU=1, so
     # the GPU branch (standard-library corpus, your train_step under bfloat16 autocast, predicted and measured
     # time and memory) runs on the CPU with a few small steps. The CPU configuration with every part fallen
-    # back runs in the solution's kernel run and on the simulated Colab (test_colab_simulation.py), where the
+    # back runs on the simulated Colab (the suite's one run of each notebook, test_colab_simulation.py), where the
     # run is checked to beat the counted trigram.
     monkeypatch.setenv("COURSE_OFFLINE", "1")
     monkeypatch.setenv("COURSE_GPU_CONFIG_ON_CPU", "1")
