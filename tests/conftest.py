@@ -77,7 +77,8 @@ def scope_of(nodeid: str) -> str:
 
 
 # The modules whose tests read one notebook's run (``notebook_run``, ``report``).
-NOTEBOOK_RUN_MODULES = frozenset({"tests/course/test_solutions_and_mutants.py", "tests/course/test_colab_simulation.py"})
+NOTEBOOK_RUN_MODULES = frozenset({"tests/course/test_solutions_and_mutants.py", "tests/course/test_colab_simulation.py",
+                                  "tests/course/test_visible_agrees_with_grade.py"})
 
 
 # Tests that share a fixture made once go out as one unit, so that one worker makes it once: modules that

@@ -3,27 +3,24 @@
 A student sees a visible test pass or fail in their own kernel; the grade is decided in the judge. For the
 two to mean the same, every visible test cell must give the same verdict both ways on the same answer,
 including a wrong one (a value of the wrong type that the transport turned into the right one, a device
-lost on the way, a test that reads a notebook variable would each make them differ). This runs, for one
-assignment, the set-up and solution cells once in a kernel (nbclient) and once in the runner of a judge
-``Session``, and at each exercise swaps in each of its mutants and runs the exercise's *visible* test cell
-both ways. Only visible cells, and no demo cells, so the cost is one notebook's answer cells plus one
-visible cell per mutant on each side (``tests/course/test_visible_agrees_with_grade.py``).
+lost on the way, a test that reads a notebook variable would each make them differ). The judge's verdicts
+are those of ``check.run_notebook``'s judge run (which judges every test cell of an exercise on the
+solution and on each mutant); this runs, for one assignment, the set-up and solution cells in a kernel
+(nbclient) and at each exercise swaps in each of its mutants and runs the exercise's *visible* test cell
+there. Only visible cells, and no demo cells, so the cost is one notebook's answer cells plus one visible
+cell per mutant (``tests/course/test_visible_agrees_with_grade.py``).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
 from . import conventions, mutant_edits
-from .check import _error_of
-from ..judge.session import Session
-from ..sandbox.limits import Limits
+from .check import NotebookReport, _error_of
 from .setup_cell import SETUP_GRADE_ID
 from .solution_source import load_solution
 
@@ -57,49 +54,40 @@ class _KernelSide:
 
 
 class _JudgeSide:
-    """A judge ``Session``: answer cells in its runner, test cells in the judge with handles."""
+    """The judge's verdicts from a judge run (``check.run_notebook``): on the solution, and on each mutant."""
 
-    def __init__(self, session: Session):
-        self.session = session
+    def __init__(self, nb, judged: NotebookReport):
+        self.solution = {conventions.grade_id(nb.cells[index]): error for index, error in judged.judge_errors.items()}
+        self.mutants = {m.name: m for m in judged.mutants}
 
-    def run(self, source: str) -> str | None:
-        return _error_of(self.session.run_cell(source, keep=False).outputs)
+    def verdict(self, grade_id: str, mutant: str = "") -> str | None:
+        if not mutant:
+            return self.solution.get(grade_id)
+        judged = self.mutants.get(mutant)
+        if judged is None:
+            raise KeyError(f"the judge run has no verdict on mutant {mutant} (run it with its mutants)")
+        return judged.errors.get(grade_id)     # none when the mutant's own cell raised (reported by check)
 
-    def keep(self, source: str) -> str | None:
-        return _error_of(self.session.run_cell(source).outputs)
 
-    def test(self, source: str, grade_id: str) -> str | None:
-        return _error_of(self.session.run_test_cell(source, grade_id).outputs)
-
-
-def visible_verdicts(assignment: conventions.Assignment) -> list[VisibleVerdict]:
-    """Each exercise's visible test on the solution and on each mutant, judged in a kernel and in the judge."""
+def visible_verdicts(assignment: conventions.Assignment, judged: NotebookReport) -> list[VisibleVerdict]:
+    """Each exercise's visible test on the solution and on each mutant, in a kernel, beside the judge's verdicts
+    in ``judged`` (``check.run_notebook(assignment)``, the judge run with mutants)."""
     nb = load_solution(assignment)
     mutants = mutant_edits.assignment_mutants(assignment, nb)
-    limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
     kernel = _KernelSide(assignment)
-    with tempfile.TemporaryDirectory(prefix="course-agreement-") as tmp, kernel.client.setup_kernel():
-        scratch = Path(tmp) / "work"
-        scratch.mkdir()
-        session = Session(scratch, limits, [], conventions.exercise_names(nb), Path(tmp) / "runner.log")
-        session.start()
-        try:
-            return _walk(nb, mutants, kernel, _JudgeSide(session))
-        finally:
-            session.stop()
+    with kernel.client.setup_kernel():
+        return _walk(nb, mutants, kernel, _JudgeSide(nb, judged))
 
 
 def _walk(nb, mutants: dict, kernel: _KernelSide, judge: _JudgeSide) -> list[VisibleVerdict]:
-    """Run the answer cells in order on both sides; at each visible test cell, judge it on every mutant."""
+    """Run the answer cells in order in the kernel; at each visible test cell, run it on every mutant."""
     by_visible = {e.visible_index: e for e in conventions.exercises(nb) if e.visible_index is not None}
     verdicts: list[VisibleVerdict] = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         if conventions.grade_id(cell) == SETUP_GRADE_ID or conventions.is_solution_cell(cell):
-            source = conventions.strip_solution_markers(cell.source)
-            kernel.run(source)
-            judge.keep(source)
+            kernel.run(conventions.strip_solution_markers(cell.source))
         elif index in by_visible:
             verdicts += _visible_cell(nb, by_visible[index], mutants.get(by_visible[index].name, []), kernel, judge)
     return verdicts
@@ -108,14 +96,12 @@ def _walk(nb, mutants: dict, kernel: _KernelSide, judge: _JudgeSide) -> list[Vis
 def _visible_cell(nb, exercise, mutants: list[mutant_edits.Mutant], kernel: _KernelSide,
                   judge: _JudgeSide) -> list[VisibleVerdict]:
     cell = nb.cells[exercise.visible_index]
+    grade_id = conventions.grade_id(cell)
     solution = conventions.strip_solution_markers(nb.cells[exercise.solution_index].source)
-    verdicts = [VisibleVerdict(exercise.name, "", kernel.run(cell.source),
-                               judge.test(cell.source, conventions.grade_id(cell)))]
+    verdicts = [VisibleVerdict(exercise.name, "", kernel.run(cell.source), judge.verdict(grade_id))]
     for mutant in mutants:
         kernel.run(mutant.code)
-        judge.run(mutant.code)
         verdicts.append(VisibleVerdict(exercise.name, mutant.name, kernel.run(cell.source),
-                                       judge.test(cell.source, conventions.grade_id(cell))))
+                                       judge.verdict(grade_id, mutant.name)))
         kernel.run(solution)
-        judge.run(solution)
     return verdicts

@@ -1,8 +1,10 @@
 """Check a notebook of the course: ``python -m autograder check [ASSIGNMENT ...]``.
 
 Runs each solution notebook twice, as a student sees it and as the grader judges it (with every mutant),
-and prints its run time against its budget, the tests that failed and the mutants caught. The test
-suite (``tests/course/test_solutions_and_mutants.py``) and ``benchmarks/notebook_times.py`` use the same runs.
+and prints its run time against its budget, the tests that failed and the mutants caught.
+``benchmarks/notebook_times.py`` uses the same runs; the test suite uses the second (``in_kernel=False``)
+beside its own run of the student version on a simulated Colab (``tests/conftest.py``), and the second's
+verdicts on each mutant's visible test (``autograder.course.agreement``).
 
 1. **In a kernel** (nbclient), top to bottom: every cell, demos and figures included, and every test
    cell run in the student's own kernel, must pass. This run's time is the notebook's CPU time.
@@ -44,6 +46,7 @@ class MutantResult:
     description: str
     failed_cells: list[str]       # grade_ids of the test cells that failed
     setup_error: str = ""         # the mutant's own cell raised (a broken mutant file)
+    errors: dict[str, str] = field(default_factory=dict)   # grade_id of a failed test cell -> its error
 
     @property
     def caught(self) -> bool:
@@ -149,8 +152,10 @@ def _try_mutant(session: Session, nb, exercise: conventions.Exercise, mutant: mu
         return result
     for test_index in exercise.test_indices:
         cell = nb.cells[test_index]
-        if _error_of(session.run_test_cell(cell.source, conventions.grade_id(cell)).outputs):
+        error = _error_of(session.run_test_cell(cell.source, conventions.grade_id(cell)).outputs)
+        if error:
             result.failed_cells.append(conventions.grade_id(cell))
+            result.errors[conventions.grade_id(cell)] = error
     return result
 
 

@@ -29,8 +29,8 @@ def _known(assignment: str, verdict) -> bool:
             and verdict.kernel_error is None and IN_PLACE in (verdict.judge_error or ""))
 
 
-def test_each_visible_test_gives_the_same_verdict_in_the_kernel_and_in_the_judge(assignment):
-    verdicts = visible_verdicts(assignment)
+def test_each_visible_test_gives_the_same_verdict_in_the_kernel_and_in_the_judge(assignment, report):
+    verdicts = visible_verdicts(assignment, report)   # the judge's verdicts: the judge run of test_solutions_and_mutants.py
     assert verdicts, "no visible test ran"
     differ = [f"{v.exercise} with {v.mutant or 'the solution'}: in the kernel {v.kernel_error or 'passes'}; "
               f"in the judge {v.judge_error or 'passes'}" for v in verdicts if not v.agree and not _known(assignment.name, v)]
