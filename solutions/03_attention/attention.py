@@ -654,6 +654,15 @@ for printed, exact, decimals, expected in [([1.48], [1.4850000005], 2, None), ([
                         name=f"first_disagreement({printed}, {exact}, decimals={decimals})",
                         hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9: the slack is exactly "
                              "1e-9 (not 1e-6, not math.isclose's relative 1e-9).")
+# A difference of exactly half a unit plus 1e-9 still agrees: the rule is "more than", not "at least". (At these two
+# widths 0.5 * 10**-decimals + 1e-9 rounds down, so every arrangement of the comparison, |p - e| > h + 1e-9,
+# |p - e| - h > 1e-9 or |p - e| - 1e-9 > h, gives the same answer; printed 0.0 makes |p - e| exact.)
+for printed, exact, decimals in [([0.0], [0.5 + 1e-9], 0), ([0.3, 0.0], [0.3, 0.05 + 1e-9], 1)]:
+    checks.assert_equal(first_disagreement(printed, exact, decimals=decimals), None,
+                        name=f"first_disagreement({printed}, {exact}, decimals={decimals}): a difference of exactly "
+                             f"0.5 * 10**-{decimals} + 1e-9",
+                        hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9, strictly: a difference "
+                             "equal to the bound agrees (> , not >=).")
 # A float32 tensor of exact values: its values are compared as they are, with the printed Python floats as they are
 # (0.125 and 0.375 are exact in float32; the printed 0.12 and 0.38 must not be rounded to float32 first).
 checks.assert_equal(first_disagreement([0.12, 0.38, 0.25], torch.tensor([0.125, 0.375, 0.25], dtype=torch.float32)), None,
