@@ -559,7 +559,7 @@ def first_disagreement(printed, exact, decimals=2):
 
 # %% id="a0d17a03" nbgrader={"grade": true, "grade_id": "test_first_disagreement", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 import torch
-from utils import checks
+from utils import checks, probes
 
 checks.assert_equal(first_disagreement([1.0, 2.5, 3.14], [1.0, 2.5, 3.14159]), None,
                     name="first_disagreement of a correct table",
@@ -577,6 +577,13 @@ checks.assert_raises(ValueError, first_disagreement, [1.0, 2.0], [1.0], name="fi
 checks.assert_equal(first_disagreement([1.48, 1.49], [1.485, 1.485]), None, name="first_disagreement of a half-way value",
                     hint="1.485 is exactly half-way: 1.48 and 1.49 are both correct roundings. Compare |printed - exact| "
                          "with half a unit plus 1e-9 (the binary slack) instead of rounding the exact value yourself.")
+
+# Neither list is modified: read them, don't consume them.
+call = probes.traced_call(first_disagreement, [1.0, 2.0, 3.0], [1.0, 2.5, 3.0])
+checks.assert_equal(call.args_after[0], [1.0, 2.0, 3.0], name="printed after first_disagreement([1.0, 2.0, 3.0], [1.0, 2.5, 3.0])",
+                    hint="printed.pop(0), sort() or reverse() change the caller's list: index into it, or zip over it.")
+checks.assert_equal(call.args_after[1], [1.0, 2.5, 3.0], name="exact after first_disagreement([1.0, 2.0, 3.0], [1.0, 2.5, 3.0])",
+                    hint="Convert exact into a new list ([float(x) for x in exact]) instead of changing the caller's.")
 print("first_disagreement: visible tests passed")
 
 # %% id="a0d17a04" nbgrader={"grade": true, "grade_id": "test_first_disagreement_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
