@@ -16,6 +16,8 @@ handle, it does with a probe:
   where it lives and backpropagate; returns the output and the gradients by value;
 * ``traced_call(fn, *args, **kwargs)``: the result plus what the call did to its arguments (were
   they modified in place? is the result one of them, or a view of one?);
+* ``repeated_calls(fn, args_1, args_2, ...)``: one call per tuple of arguments, and whether two of the
+  results are one object or share memory (a cache, or slices of one buffer kept between calls);
 * ``mutating_call(fn, *args, **kwargs)``: the call, for an exercise whose contract says it modifies
   an argument in place. At grading time every other call of an exercise checks that the arguments the
   test passed are unchanged afterwards, and fails naming the one that changed; this one does not;
@@ -64,6 +66,20 @@ class TracedCall:
     shares_memory: bool
 
 
+@dataclass
+class RepeatedCalls:
+    """What ``repeated_calls`` saw.
+
+    ``results``: the return values, one per call. ``same_object``: two calls returned the very same object
+    (a cached result). ``shares_memory``: tensors returned by two different calls share memory (views of one
+    buffer kept between calls, such as slices of a precomputed table).
+    """
+
+    results: list
+    same_object: bool
+    shares_memory: bool
+
+
 def _is_local() -> bool:
     return _judge is None
 
@@ -108,6 +124,15 @@ def traced_call(fn, *args, **kwargs) -> TracedCall:
     if not _is_local():
         return TracedCall(**_judge.probe("traced_call", fn, args, kwargs))
     return TracedCall(**_traced_call_here(fn, args, kwargs))
+
+
+def repeated_calls(fn, *argument_tuples) -> RepeatedCalls:
+    """Call ``fn(*arguments)`` for each tuple in ``argument_tuples``, in order, where ``fn`` lives, keeping
+    every result alive, and report whether any two results are one object or share memory (see
+    ``RepeatedCalls``): what a contract's "a new tensor" means across calls."""
+    if not _is_local():
+        return RepeatedCalls(**_judge.probe("repeated_calls", fn, argument_tuples, {}))
+    return RepeatedCalls(**_repeated_calls_here(fn, argument_tuples))
 
 
 def mutating_call(fn, *args, **kwargs):
@@ -165,6 +190,17 @@ def _traced_call_here(fn, args, kwargs) -> dict:
             shares = True
     return {"result": result, "args_after": tuple(args), "kwargs_after": dict(kwargs),
             "returns_argument": returns_argument, "shares_memory": shares}
+
+
+def _repeated_calls_here(fn, argument_tuples) -> dict:
+    results = [fn(*arguments) for arguments in argument_tuples]
+    mutable = [r for r in results if not isinstance(r, (int, float, str, bool, bytes, type(None)))]
+    same_object = any(a is b for n, a in enumerate(mutable) for b in mutable[n + 1:])
+    spans = [[s for s in (_storage_span(t) for t in _instances_in(r, torch.Tensor, [])) if s] for r in results]
+    shares = any(start < other_end and other_start < end
+                 for n, mine in enumerate(spans) for theirs in spans[n + 1:]
+                 for start, end in mine for other_start, other_end in theirs)
+    return {"results": results, "same_object": same_object, "shares_memory": shares}
 
 
 def make(qualified_name: str, *args, **kwargs):
@@ -234,6 +270,7 @@ def time_limit(seconds: float, what: str = "this call"):
 KERNEL_SIDE = {
     "gradients": lambda fn, args, kwargs, grad_output=None: _gradients_here(fn, args, kwargs, grad_output),
     "traced_call": lambda fn, args, kwargs: _traced_call_here(fn, args, kwargs),
+    "repeated_calls": lambda fn, args, kwargs: _repeated_calls_here(fn, args),
     "make": lambda name, args, kwargs: _make_here(name, args, dict(kwargs)),
     "parameters": lambda module, args, kwargs: _parameters_here(module),
     "num_parameters": lambda module, args, kwargs: _num_parameters_here(module),

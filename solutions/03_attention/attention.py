@@ -559,7 +559,7 @@ def first_disagreement(printed, exact, decimals=2):
 
 # %% id="a0d17a03" nbgrader={"grade": true, "grade_id": "test_first_disagreement", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 import torch
-from utils import checks
+from utils import checks, probes
 
 checks.assert_equal(first_disagreement([1.0, 2.5, 3.14], [1.0, 2.5, 3.14159]), None,
                     name="first_disagreement of a correct table",
@@ -577,6 +577,13 @@ checks.assert_raises(ValueError, first_disagreement, [1.0, 2.0], [1.0], name="fi
 checks.assert_equal(first_disagreement([1.48, 1.49], [1.485, 1.485]), None, name="first_disagreement of a half-way value",
                     hint="1.485 is exactly half-way: 1.48 and 1.49 are both correct roundings. Compare |printed - exact| "
                          "with half a unit plus 1e-9 (the binary slack) instead of rounding the exact value yourself.")
+
+# Neither list is modified: read them, don't consume them.
+call = probes.traced_call(first_disagreement, [1.0, 2.0, 3.0], [1.0, 2.5, 3.0])
+checks.assert_equal(call.args_after[0], [1.0, 2.0, 3.0], name="printed after first_disagreement([1.0, 2.0, 3.0], [1.0, 2.5, 3.0])",
+                    hint="printed.pop(0), sort() or reverse() change the caller's list: index into it, or zip over it.")
+checks.assert_equal(call.args_after[1], [1.0, 2.5, 3.0], name="exact after first_disagreement([1.0, 2.0, 3.0], [1.0, 2.5, 3.0])",
+                    hint="Convert exact into a new list ([float(x) for x in exact]) instead of changing the caller's.")
 print("first_disagreement: visible tests passed")
 
 # %% id="a0d17a04" nbgrader={"grade": true, "grade_id": "test_first_disagreement_hidden", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -654,6 +661,15 @@ for printed, exact, decimals, expected in [([1.48], [1.4850000005], 2, None), ([
                         name=f"first_disagreement({printed}, {exact}, decimals={decimals})",
                         hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9: the slack is exactly "
                              "1e-9 (not 1e-6, not math.isclose's relative 1e-9).")
+# A difference of exactly half a unit plus 1e-9 still agrees: the rule is "more than", not "at least". (At these two
+# widths 0.5 * 10**-decimals + 1e-9 rounds down, so every arrangement of the comparison, |p - e| > h + 1e-9,
+# |p - e| - h > 1e-9 or |p - e| - 1e-9 > h, gives the same answer; printed 0.0 makes |p - e| exact.)
+for printed, exact, decimals in [([0.0], [0.5 + 1e-9], 0), ([0.3, 0.0], [0.3, 0.05 + 1e-9], 1)]:
+    checks.assert_equal(first_disagreement(printed, exact, decimals=decimals), None,
+                        name=f"first_disagreement({printed}, {exact}, decimals={decimals}): a difference of exactly "
+                             f"0.5 * 10**-{decimals} + 1e-9",
+                        hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9, strictly: a difference "
+                             "equal to the bound agrees (> , not >=).")
 # A float32 tensor of exact values: its values are compared as they are, with the printed Python floats as they are
 # (0.125 and 0.375 are exact in float32; the printed 0.12 and 0.38 must not be rounded to float32 first).
 checks.assert_equal(first_disagreement([0.12, 0.38, 0.25], torch.tensor([0.125, 0.375, 0.25], dtype=torch.float32)), None,
@@ -1299,6 +1315,21 @@ for mask_shape in [(5, 6), (2, 1, 5, 6), (2, 3, 5, 6)]:
     checks.assert_close(w.sum(dim=-1), torch.ones(2, 3, 5, dtype=f64), atol=1e-6, name=f"row sums {what}",
                         hint="Masking after the softmax leaves rows that no longer sum to 1.")
 
+# A 3-D mask broadcasts like any other: one mask per sequence for q of shape (B, T_q, d_k), and one mask per head
+# for q of shape (B, H, T_q, d_k); no axis is inserted into it.
+for lead, mask_shape in [((3,), (3, 5, 6)), ((2, 3), (3, 5, 6))]:
+    q3 = torch.randn(*lead, 5, 4, generator=g, dtype=f64)
+    k3 = torch.randn(*lead, 6, 4, generator=g, dtype=f64)
+    v3 = torch.randn(*lead, 6, 2, generator=g, dtype=f64)
+    mask = torch.rand(*mask_shape, generator=g) < 0.5
+    mask[..., 0] = True
+    what = f"for q {tuple(q3.shape)} with a mask of shape {mask_shape}"
+    out, w = attend(q3, k3, v3, mask, what)
+    ref_out, ref_w = reference(q3, k3, v3, mask)
+    checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name=f"weights {what}",
+                        hint="The mask broadcasts against the scores (..., T_q, T_k) from the right, as it is.")
+    checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name=f"output {what}")
+
 # An all-True mask changes nothing; the mask may be passed by keyword.
 _, w_plain = attend(q, k, v, what="without a mask")
 out, w = scaled_dot_product_attention(q, k, v, mask=torch.ones(5, 6, dtype=torch.bool))
@@ -1402,6 +1433,25 @@ checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name="weights for scores in 
                     hint="exp of a score in the thousands overflows; use torch.softmax or subtract the row maximum.")
 checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name="output for scores in the thousands")
 
+# Masking is exact whatever the scores: allowed scores near -11000 to -16000 and masked keys that would score far
+# higher still get weight exactly 0 (a finite fill such as -1e4 would outscore the allowed keys).
+q = torch.full((1, 3, 2), 100.0, dtype=f64)
+k = -torch.tensor([[30.0, 30.0], [80.0, 80.0], [90.0, 90.0], [100.0, 100.0], [110.0, 110.0]], dtype=f64)[None]
+v = torch.randn(1, 5, 3, generator=g, dtype=f64)
+mask = torch.tensor([[False, True, True, True, True], [False, False, True, True, False], [False, False, False, True, True]])
+out, w = attend(q, k, v, mask, "with very negative allowed scores")
+ref_out, ref_w = reference(q, k, v, mask)
+checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name="weights with allowed scores near -11000 and masked ones above",
+                    hint="Fill masked scores with -inf (or a number far below any score, such as -1e9 or the dtype's "
+                         "minimum), not -1e4: a masked key must get weight exactly 0 whatever the scores are.")
+checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name="output with allowed scores near -11000")
+
+# float64 in, float64 out (the dtype of q).
+out, w = attend(torch.randn(2, 3, 4, generator=g, dtype=f64), torch.randn(2, 5, 4, generator=g, dtype=f64),
+                torch.randn(2, 5, 3, generator=g, dtype=f64), what="in float64")
+checks.assert_tensor(out, name="output for float64 inputs", dtype=f64, hint="Return tensors with the dtype of q (no .float()).")
+checks.assert_tensor(w, name="weights for float64 inputs", dtype=f64, hint="Return tensors with the dtype of q (no .float()).")
+
 # float32 in, a floating result out, at float32 precision.
 q, k, v = (torch.randn(2, 3, 6, 8, generator=g), torch.randn(2, 3, 7, 8, generator=g), torch.randn(2, 3, 7, 4, generator=g))
 mask = torch.rand(6, 7, generator=g) < 0.7
@@ -1489,7 +1539,7 @@ print("causal_mask: visible tests passed")
 ### BEGIN HIDDEN TESTS
 import torch
 import torch.nn.functional as F
-from utils import checks
+from utils import checks, probes
 
 for T in [16, 2, 1, 5, 9]:         # no cached mask of an earlier length; T = 1 is one token seeing itself
     m = causal_mask(T)
@@ -1498,6 +1548,18 @@ for T in [16, 2, 1, 5, 9]:         # no cached mask of an earlier length; T = 1 
     i = torch.arange(T)
     checks.assert_close(m, i[:, None] >= i[None, :], atol=0, rtol=0, name=f"causal_mask({T})",
                         hint="True exactly where key j <= query i.")
+
+# A new tensor on every call: not one cached object per length, not slices of one precomputed buffer (a caller
+# that edits its mask in place would change every later caller's).
+calls = probes.repeated_calls(causal_mask, (4,), (4,), (7,))
+checks.assert_true(not calls.same_object and not calls.shares_memory, name="causal_mask(4), causal_mask(4), causal_mask(7)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the masks of two calls share memory (slices of one buffer)") + ".",
+                   hint="Build the mask afresh in every call (torch.ones(T, T, dtype=torch.bool).tril()); a cached mask or "
+                        "a slice of a large precomputed one is shared by every caller.")
+for T, m in zip((4, 4, 7), calls.results):
+    i = torch.arange(T)
+    checks.assert_close(m, i[:, None] >= i[None, :], atol=0, rtol=0, name=f"causal_mask({T}) (repeated calls)")
 
 # What the mask is for: with it, PyTorch's attention is its own causal attention.
 g = torch.Generator().manual_seed(3032)

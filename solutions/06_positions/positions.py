@@ -724,13 +724,16 @@ def reference(k, d_model, base=10000.0):
     return M
 
 
-# Against the closed form, for offsets of every kind (float64 for precision).
-for k, d_model in [(3, 16), (40, 32), (11, 6)]:
+# Against the closed form, for offsets of every kind (float64 for precision; at k = 1000.3 angles computed in
+# float32 are off by about 3e-5 radians).
+for k, d_model in [(3, 16), (40, 32), (11, 6), (1000.3, 8), (-2345.6, 6)]:
     M = offset_rotation(k, d_model, dtype=torch.float64)
     name = f"offset_rotation({k}, {d_model}, dtype=float64)"
     checks.assert_tensor(M, name=name, shape=(d_model, d_model), dtype=torch.float64,
                          hint="Return the requested dtype.")
-    checks.assert_close(M, reference(k, d_model), atol=1e-10, name=name)
+    checks.assert_close(M, reference(k, d_model), atol=1e-10, name=name,
+                        hint="Compute the angles k * w_i in the requested dtype (float64 here), not in float32 "
+                             "converted afterwards.")
 
 # PE(t + k) = M(k) PE(t), whatever t: M does not depend on the starting position.
 M = offset_rotation(9, 12, dtype=torch.float64)
@@ -1082,6 +1085,22 @@ for shape, dtype, base in [((2, 3, 7, 16), torch.float32, 10000.0), ((5, 8), tor
     checks.assert_close(out, reference(x, base), atol=tol, rtol=tol, name=name,
                         hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
 
+# x need not be contiguous: queries as attention code hands them over, (batch, T, heads, d) transposed to
+# (batch, heads, T, d) (section 8's TinyAttention), and vectors stored as columns, x = (W @ X^T)^T, whose last
+# dimension is not the one with stride 1.
+for x, layout in [(torch.randn(2, 9, 3, 8, generator=g, dtype=torch.float64).transpose(1, 2), "q.transpose(1, 2)"),
+                  (torch.randn(2, 3, 8, 9, generator=g, dtype=torch.float64).transpose(-2, -1), "columns, X.transpose(-2, -1)")]:
+    name = f"apply_rope on a non-contiguous (2, 3, 9, 8) float64 tensor ({layout})"
+    try:
+        out = apply_rope(x)
+    except RuntimeError as error:
+        checks.assert_true(False, name=name, problem=f"the call raised RuntimeError: {str(error).splitlines()[0][:200]}",
+                           hint="x need not be contiguous: select the pairs by slicing, or call .contiguous() before "
+                                "torch.view_as_complex (which needs a last dimension of stride 1).")
+    checks.assert_tensor(out, name=name, shape=(2, 3, 9, 8), dtype=torch.float64)
+    checks.assert_close(out, reference(x), atol=1e-10, rtol=1e-10, name=name,
+                        hint="Positions run along dim -2 whatever the memory layout of x.")
+
 # Lengths are preserved, position 0 is the identity.
 x = torch.randn(3, 20, 12, generator=g, dtype=torch.float64) * 3
 out = apply_rope(x)
@@ -1123,6 +1142,14 @@ checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="the input of 
 checks.assert_true(not traced.returns_argument, name="apply_rope result",
                    problem="the function returned its input object itself.")
 checks.assert_close(traced.result, reference(x), atol=1e-10, name="apply_rope on a (3, 20, 12) float64 x")
+
+# One position: nothing rotates, and the result is still a new tensor (not x itself, not a view of it).
+x = torch.randn(4, 1, 8, generator=g, dtype=torch.float64)
+traced = probes.traced_call(apply_rope, x)
+checks.assert_true(not traced.returns_argument and not traced.shares_memory, name="apply_rope on one position (T = 1)",
+                   problem="the result is the input itself (or a view of it).",
+                   hint="Return a new tensor even when no position rotates: a caller may change it in place.")
+checks.assert_close(traced.result, x, atol=0, rtol=0, name="apply_rope on one position (T = 1), float64")
 
 # One position (nothing rotates), one pair, and a length after a longer one.
 for shape in [(4, 1, 8), (30, 2), (2, 6, 2), (5, 10)]:
@@ -1371,6 +1398,13 @@ for T, h in [(1, 2), (1, 1), (12, 1), (2, 32)]:
     upper_rows, upper_cols = torch.triu_indices(T, T, offset=1)
     checks.assert_true(bool((out[:, upper_rows, upper_cols] <= -1e9).all()), name=f"{name}, j > i",
                        problem="some future key (j > i) is not masked.", hint="Mask j > i with -inf.")
+# The future is -inf exactly, as stated (not a large finite number such as -1e9 or the float32 minimum).
+out = alibi_bias(5, 4)
+upper_rows, upper_cols = torch.triu_indices(5, 5, offset=1)
+future = out[:, upper_rows, upper_cols]
+checks.assert_true(bool(torch.isneginf(future).all()), name="alibi_bias(5, 4), j > i",
+                   problem=f"the future keys hold {sorted(set(future.flatten().tolist()))[:3]}, not -inf.",
+                   hint="out[s - 1, i, j] = -inf for j > i: use float('-inf') (masked_fill), not -1e9 or finfo.min.")
 print("alibi_bias: hidden tests (dtype and edge cases) passed")
 ### END HIDDEN TESTS
 

@@ -28,3 +28,18 @@ def test_tensor_views_are_seen_and_copies_are_not():
     assert probes.traced_call(lambda t: t[1:3], x).shares_memory
     assert not probes.traced_call(lambda t: t[1:3].clone(), x).shares_memory
     assert not probes.traced_call(lambda a: torch.tensor(a[1:3]), np.arange(6)).shares_memory
+
+
+def test_repeated_calls_sees_a_cache_and_slices_of_one_buffer_but_not_new_tensors():
+    import functools
+
+    cached = functools.lru_cache(maxsize=None)(lambda n: torch.ones(n, n, dtype=torch.bool).tril())
+    calls = probes.repeated_calls(cached, (3,), (3,))
+    assert calls.same_object and calls.shares_memory
+    table = torch.ones(64, 64, dtype=torch.bool).tril()
+    calls = probes.repeated_calls(lambda n: table[:n, :n], (3,), (5,))
+    assert calls.shares_memory and not calls.same_object
+    calls = probes.repeated_calls(lambda n: torch.ones(n, n, dtype=torch.bool).tril(), (3,), (3,), (5,))
+    assert not calls.same_object and not calls.shares_memory
+    assert [tuple(r.shape) for r in calls.results] == [(3, 3), (3, 3), (5, 5)]
+    assert not probes.repeated_calls(lambda n: n + 1, (1,), (1,)).same_object    # equal numbers are not a cache
