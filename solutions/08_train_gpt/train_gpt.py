@@ -361,6 +361,20 @@ x, y = get_batch(data, 3, 4)
 checks.assert_tensor(x, name="x from get_batch(data, 3, 4) without a generator", shape=(4, 3), dtype=torch.int64,
                      hint="generator=None means PyTorch's global generator: torch.randint(..., generator=None) uses it.")
 checks.assert_equal((y - x).tolist(), [[1] * 3] * 4, name="y - x without a generator")
+# generator=None draws from PyTorch's global generator: the same global seed gives the same windows, and the
+# next call, the global state having moved on, gives other ones (a fresh torch.Generator() would repeat them).
+stream = torch.arange(1000)
+probes.make("torch.manual_seed", 1234)
+first = get_batch(stream, 8, 16)
+probes.make("torch.manual_seed", 1234)
+again = get_batch(stream, 8, 16)
+later = get_batch(stream, 8, 16)
+checks.assert_equal(again[0].tolist(), first[0].tolist(), name="get_batch(arange(1000), 8, 16) after torch.manual_seed(1234), twice",
+                    hint="generator=None means PyTorch's global generator: pass generator=None on to torch.randint.")
+checks.assert_true(later[0].tolist() != first[0].tolist(), name="two calls of get_batch(arange(1000), 8, 16) without a generator",
+                   problem="the second call drew the same windows as the first: the draws do not come from the global "
+                           "generator (a new torch.Generator() made at each call starts from the same seed every time).",
+                   hint="Pass generator (None included) straight to torch.randint; do not replace None by torch.Generator().")
 # Several block sizes in one session, in an order where state kept from an earlier call shows.
 g = torch.Generator().manual_seed(17)
 for t in (2, 9, 4, 19, 1, 6):
@@ -686,7 +700,7 @@ def learning_rate(step, max_lr, min_lr, warmup_steps, max_steps):
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
     if step >= max_steps:
-        return min_lr
+        return float(min_lr)
     progress = (step - warmup_steps) / (max_steps - warmup_steps)
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (max_lr - min_lr)
     ### END SOLUTION
@@ -757,12 +771,16 @@ from utils import checks
 for args, expected in [((0, 2e-3, 2e-4, 10, 50), 2e-4), ((30, 2e-3, 2e-4, 10, 50), 2e-4 + 0.5 * (1 + math.cos(math.pi * 0.5)) * 18e-4),
                        ((50, 2e-3, 2e-4, 10, 50), 2e-4), ((99, 2e-3, 2e-4, 10, 50), 2e-4),
                        ((0, 0.5, 0.05, 0, 20), 0.5), ((19, 0.5, 0.05, 0, 20), 0.05 + 0.5 * (1 + math.cos(math.pi * 19 / 20)) * 0.45),
-                       ((9, 1e-3, 1e-4, 10, 10), 1e-3), ((10, 1e-3, 1e-4, 10, 10), 1e-4), ((11, 1e-3, 1e-4, 10, 10), 1e-4)]:
+                       ((9, 1e-3, 1e-4, 10, 10), 1e-3), ((10, 1e-3, 1e-4, 10, 10), 1e-4), ((11, 1e-3, 1e-4, 10, 10), 1e-4),
+                       # Integer rates (a decay all the way to min_lr = 0): still a Python float in every phase.
+                       ((3, 1, 0, 10, 50), 0.4), ((30, 1, 0, 10, 50), 0.5 * (1 + math.cos(math.pi * 0.5))),
+                       ((50, 1, 0, 10, 50), 0.0), ((70, 1, 0, 10, 50), 0.0)]:
     value = learning_rate(*args)
     name = "learning_rate({}, max_lr={}, min_lr={}, warmup_steps={}, max_steps={})".format(*args)
     checks.assert_true(isinstance(value, float), name=name,
                        problem=f"expected a Python float, got {type(value).__name__}.",
-                       hint="Use math.cos on Python numbers (a tensor or None is not a learning rate an optimizer can take).")
+                       hint="Use math.cos on Python numbers (a tensor or None is not a learning rate an optimizer can take), "
+                            "and return float(min_lr) at the floor: min_lr = 0 given as an int is still a rate.")
     checks.assert_close(value, expected, atol=1e-12, rtol=1e-9, name=name,
                         hint="W = 0 means no warm-up (start the cosine at step 0); W = S means straight to the floor.")
 ### END HIDDEN TESTS
@@ -1073,6 +1091,14 @@ checks.assert_equal([sorted(set(ids[0::2].tolist())), sorted(set(ids[1::2].tolis
 same = [sample_next_token(z.expand(40, 30).clone(), top_p=0.8, generator=torch.Generator().manual_seed(3)).tolist() for _ in range(2)]
 checks.assert_equal(same[0], same[1], name="reproducibility with a seeded generator")
 checks.assert_raises(ValueError, sample_next_token, z[None], temperature=-1.0, name="negative temperature")
+# Filtered tokens get probability exactly 0 whatever the scale of the logits: near -2e9 (float64), a filtered
+# token set to a large negative number such as -1e9 instead of -inf would be the most likely one.
+far = torch.tensor([-2e9, -2e9 - 1, -2e9 - 2, -2e9 - 3], dtype=torch.float64)
+ids = sample_next_token(far.expand(2000, 4).clone(), top_k=2, generator=torch.Generator().manual_seed(15))
+checks.assert_true(set(ids.tolist()) <= {0, 1} and 0 in set(ids.tolist()), name="tokens drawn with top_k=2 from logits near -2e9",
+                   problem=f"drew tokens {sorted(set(ids.tolist()))}; only 0 and 1 are kept.",
+                   hint="Set the filtered logits to -inf (masked_fill(..., float('-inf'))), not to a finite number like "
+                        "-1e9, which can be larger than the kept ones.")
 ### END HIDDEN TESTS
 
 # %% id="40668112" nbgrader={"grade": true, "grade_id": "test_sample_next_token_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -1119,6 +1145,10 @@ ids = sample_next_token(torch.tensor([[0.0, float("-inf"), 0.0]]))
 checks.assert_tensor(ids, name="sample_next_token on one row, with every default", shape=(1,), dtype=torch.int64,
                      hint="Return shape (B,) even when B = 1 (squeeze(-1), not squeeze()).")
 checks.assert_true(ids.tolist()[0] in (0, 2), name="token drawn from (0, -inf, 0)", problem=f"drew {ids.tolist()}")
+# By default no token is filtered, on a vocabulary of 80 too (no default top-k such as 50, no default top-p).
+ids = sample_next_token(torch.zeros(8000, 80))
+checks.assert_equal(sorted(set(ids.tolist())), list(range(80)), name="tokens drawn from 80 equal logits with every default",
+                    hint="top_k=None and top_p=None by default: every token stays possible.")
 z = torch.randn(3, 10, generator=g)
 before = z.clone()
 traced = probes.traced_call(sample_next_token, z, temperature=0.5, top_k=4, top_p=0.9, generator=torch.Generator().manual_seed(27))

@@ -1085,6 +1085,25 @@ for seed, (V, d, h, L, block), prompt, n in [
     checks.assert_equal(model.calls, [tuple(torch.tensor(prompt).shape)] + [(len(prompt), 1)] * (n - 1),
                         name=f"{name}: the shapes fed to the model",
                         hint="One call on the whole prompt, then one (B, 1) call per further token.")
+
+# Ties: tokens 2k and 2k + 1 share their embedding row, and the head is tied to the embedding, so their
+# logits are equal at every step; greedy decoding takes the lower id (torch.argmax's first maximum).
+config = dict(vocab_size=10, d_model=16, n_head=2, n_layer=2, block_size=12, seed=6)
+reference = TinyGPT(**config)
+with torch.no_grad():
+    reference.wte.weight[1::2] = reference.wte.weight[0::2]
+prompt = torch.tensor([[1, 4, 7], [2, 9, 0]])
+ids = prompt
+with torch.no_grad():
+    for _ in range(6):
+        logits, _ = reference(ids)
+        ids = torch.cat([ids, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
+model = probes.make("utils.tiny_gpt.TinyGPT", attention=cached_attention, **config)
+model.load_state_dict(reference.state_dict())
+checks.assert_equal(generate_greedy(model, prompt, 6).tolist(), ids.tolist(),
+                    name="generate_greedy on a model whose tokens 2k and 2k + 1 always tie",
+                    hint="On a tie the lowest token id wins: torch.argmax returns the first maximum; a search "
+                         "from the end (or topk) can return the last one.")
 print("generate_greedy: hidden tests passed")
 ### END HIDDEN TESTS
 

@@ -916,9 +916,12 @@ mask = torch.tensor([[True, False, True, True]])
 clean = loss_with_head_ablated(model, tokens, mask)
 checks.assert_true(type(clean) is float, name="loss_with_head_ablated's return type",
                    problem=f"it returned {type(clean).__name__}.", hint="Return a Python float (.item()).")
-for args, kwargs in [((0, 0), {"mode": "max"}), ((0, None), {}), ((None, 1), {})]:
+# An unknown mode raises whether or not a head is ablated, and the two modes are spelled exactly so.
+for args, kwargs in [((0, 0), {"mode": "max"}), ((None, None), {"mode": "max"}), ((0, 1), {"mode": "Zero"}),
+                     ((None, None), {"mode": "MEAN"}), ((0, None), {}), ((None, 1), {})]:
     checks.assert_raises(ValueError, loss_with_head_ablated, model, tokens, mask, *args, name=f"loss_with_head_ablated{args} {kwargs}",
-                         hint="Raise ValueError for an unknown mode, or when only one of layer and head is given.", **kwargs)
+                         hint="Raise ValueError for a mode other than exactly 'zero' or 'mean' (check it first, also when no "
+                              "head is ablated), or when only one of layer and head is given.", **kwargs)
 model.train()
 loss_with_head_ablated(model, tokens, mask, 0, 1, "mean")
 checks.assert_true(model.training is True, name="the model's mode after loss_with_head_ablated",
@@ -1087,13 +1090,16 @@ checks.assert_close(traced.args_after[0], vectors, atol=0, rtol=0, name="the vec
                     hint="Normalise a copy (vectors / norms), never the input in place.")
 
 # Short vectors are not zero vectors: a cosine ignores the lengths, however small (no epsilon clamps them).
+# Lengths about 1e-9 and 1e-14, below F.cosine_similarity's eps (1e-8) and F.normalize's (1e-12), far above
+# where their squares would underflow in float32.
+unit = torch.tensor([[0.6, 0.8], [-2 / 5 ** 0.5, 1 / 5 ** 0.5], [0.0, 1.0]], dtype=torch.float64)
 for dtype in (torch.float32, torch.float64):
-    short = torch.tensor([[3.0, 4.0], [-1.0, 0.5], [0.0, 2.0]], dtype=dtype) * 1e-9
-    unit = torch.tensor([[0.6, 0.8], [-2 / 5 ** 0.5, 1 / 5 ** 0.5], [0.0, 1.0]], dtype=torch.float64)
-    checks.assert_close(pairwise_cosines(short), (unit @ unit.T).to(dtype), atol=1e-5,
-                        name=f"pairwise_cosines of vectors of length about 1e-9 ({dtype})",
-                        hint="Only a norm of exactly 0 is an error; divide by the norms themselves (F.cosine_similarity "
-                             "clamps norms below its eps=1e-8).")
+    for length in (1e-9, 1e-14):
+        short = torch.tensor([[3.0, 4.0], [-1.0, 0.5], [0.0, 2.0]], dtype=dtype) * length
+        checks.assert_close(pairwise_cosines(short), (unit @ unit.T).to(dtype), atol=1e-5,
+                            name=f"pairwise_cosines of vectors of length about {length:g} ({dtype})",
+                            hint="Only a norm of exactly 0 is an error; divide by the norms themselves (F.cosine_similarity "
+                                 "clamps norms below its eps=1e-8, F.normalize below its eps=1e-12).")
 print("pairwise_cosines: hidden edge tests passed")
 ### END HIDDEN TESTS
 
