@@ -10,7 +10,8 @@ its own ``model.py`` and ``train.py``, unmodified, given the data as the ``train
 ``benchmarks/train_gpt.py --config reference``. The runs alternate (nanoGPT, course, nanoGPT, ...), each in
 a fresh process with the same thread count, so drift on a shared machine hits both alike; the summary
 prints each round's training tokens/s (steps after the 10th, evaluation steps left out), the ratio per
-round and its median, and the validation losses.
+round and its median, and the validation losses, and warns when the load average passed the core count (other
+work shared the machine: wall-time ratios are then noise, and ``step_cpu_time.py`` compares CPU time instead).
 
 ``--compile`` adds a compiled run of each to every round (nanoGPT eager, course eager, nanoGPT compiled, course
 compiled; their compile time is in the first steps, left out of tokens/s, and printed apart) and prints three
@@ -162,6 +163,10 @@ def summarise(rounds: list[dict], revision: str, threads: int) -> dict:
         medians[label] = statistics.median(ratios)
         print(f"course / nanoGPT training tokens/s, {label}: median {medians[label]:.2f}x "
               f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    busiest = max(r["load"] for r in rounds)
+    if busiest > (os.cpu_count() or 1):
+        print(f"WARNING: load average up to {busiest:.1f} on {os.cpu_count()} cores: other work shared the machine, "
+              "so these wall-time ratios are not reliable; benchmarks/step_cpu_time.py compares CPU time per step")
     return {"rounds": rounds, "median_ratios": medians, "nanogpt_revision": revision}
 
 

@@ -97,3 +97,13 @@ def test_without_compiled_runs_only_the_eager_comparison_is_printed(capsys):
     (label, median), = summary["median_ratios"].items()
     assert label == compare.COMPARISONS[0][0] and math.isclose(median, 1.1)
     assert "compiled" not in capsys.readouterr().out
+
+
+def test_a_load_above_the_core_count_is_flagged_as_making_the_ratios_unreliable(capsys, monkeypatch):
+    monkeypatch.setattr(compare.os, "cpu_count", lambda: 2)
+    quiet = [{"nanogpt": {"eager": _run(100.0)}, "course": {"eager": _run(110.0)}, "load": 1.5}]
+    compare.summarise(quiet, "abc1234", 2)
+    assert "not reliable" not in capsys.readouterr().out
+    busy = quiet + [{"nanogpt": {"eager": _run(100.0)}, "course": {"eager": _run(300.0)}, "load": 8.5}]
+    compare.summarise(busy, "abc1234", 2)
+    assert "WARNING: load average up to 8.5 on 2 cores" in capsys.readouterr().out
