@@ -41,3 +41,13 @@ def test_ratios_are_nanogpt_time_over_course_time_round_by_round(capsys):
     printed = capsys.readouterr().out
     assert "course eager / nanoGPT eager speed: CPU time median 1.2 (range 1-1.25)x" in printed
     assert "at most 2.00x nanoGPT eager" in printed    # median nanoGPT eager step 72 ms over a 36 ms floor
+
+
+def test_on_several_threads_the_floor_is_set_against_the_wall_time_of_nanogpt_step(capsys):
+    # CPU time on two threads counts both threads (and OpenMP's spinning): the bound uses wall time there.
+    times = {"nanoGPT eager": [(0.080, 0.030), (0.090, 0.050), (0.085, 0.040)],
+             "course eager": [(0.080, 0.030), (0.090, 0.050), (0.085, 0.040)]}
+    step_cpu_time.summarise(times, floor=0.020, threads=2)
+    printed = capsys.readouterr().out
+    assert "GEMM floor 20.0 ms wall per step (50 % of nanoGPT's eager step, 40.0 ms)" in printed
+    assert "at most 2.00x nanoGPT eager" in printed
