@@ -10,11 +10,15 @@ its own ``model.py`` and ``train.py``, unmodified, given the data as the ``train
 ``benchmarks/train_gpt.py --config reference``. The runs alternate (nanoGPT, course, nanoGPT, ...), each in
 a fresh process with the same thread count, so drift on a shared machine hits both alike; the summary
 prints each round's training tokens/s (steps after the 10th, evaluation steps left out), the ratio per
-round and its median, and the validation losses.
+round and its median, and the validation losses, and warns when the load average passed the core count (other
+work shared the machine: wall-time ratios are then noise, and ``step_cpu_time.py`` compares CPU time instead).
 
-``--compile`` runs both with ``torch.compile`` (their compile time is in the first steps, left out of
-tokens/s, and printed apart). Without ``--nanogpt`` the script clones nanoGPT from GitHub when online.
-No code of nanoGPT is part of this repository.
+``--compile`` adds a compiled run of each to every round (nanoGPT eager, course eager, nanoGPT compiled, course
+compiled; their compile time is in the first steps, left out of tokens/s, and printed apart) and prints three
+labelled comparisons: eager against eager (nanoGPT's documented CPU recipe is ``--compile=False``), compiled
+against compiled, and the course compiled against nanoGPT eager, which is not like for like and says so.
+Without ``--nanogpt`` the script clones nanoGPT from GitHub when online. No code of nanoGPT is part of this
+repository.
 """
 
 from __future__ import annotations
@@ -128,16 +132,42 @@ def prepare_nanogpt(source: Path | None, workdir: Path) -> str:
     return revision.stdout.strip() or "unknown revision"
 
 
+# The comparisons a summary prints: (label, course run, nanoGPT run); a run is "eager" or "compiled".
+COMPARISONS = (
+    ("both eager (nanoGPT's documented CPU recipe, --compile=False)", "eager", "eager"),
+    ("both compiled (torch.compile in each)", "compiled", "compiled"),
+    ("course compiled against nanoGPT eager (not like for like: only the course compiles)", "compiled", "eager"),
+)
+
+
+def ratios_of(rounds: list[dict]) -> dict[str, list[float]]:
+    """Per comparison whose runs every round holds, the course / nanoGPT tokens/s of each round."""
+    found = {}
+    for label, course_mode, nano_mode in COMPARISONS:
+        if all(course_mode in r["course"] and nano_mode in r["nanogpt"] for r in rounds):
+            found[label] = [r["course"][course_mode]["tokens_per_second"] / r["nanogpt"][nano_mode]["tokens_per_second"]
+                            for r in rounds]
+    return found
+
+
 def summarise(rounds: list[dict], revision: str, threads: int) -> dict:
-    ratios = [r["course"]["tokens_per_second"] / r["nanogpt"]["tokens_per_second"] for r in rounds]
     print(f"\nnanoGPT {revision} against benchmarks/train_gpt.py, reference recipe, float32, {threads} thread(s):")
-    print(f"{'round':>5} | {'nanoGPT tokens/s':>16} | {'course tokens/s':>15} | {'ratio':>5} | val loss nanoGPT / course | load")
-    for index, (r, ratio) in enumerate(zip(rounds, ratios), 1):
-        print(f"{index:>5} | {r['nanogpt']['tokens_per_second']:>16,.0f} | {r['course']['tokens_per_second']:>15,.0f} | "
-              f"{ratio:>5.2f} | {r['nanogpt']['val_loss']:.3f} / {r['course']['val_loss']:.3f} | {r['load']:.2f}")
-    median = statistics.median(ratios)
-    print(f"course / nanoGPT training tokens/s: median {median:.2f}x (rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
-    return {"rounds": rounds, "ratios": ratios, "median_ratio": median, "nanogpt_revision": revision}
+    print(f"{'round':>5} | {'run':>8} | {'nanoGPT tokens/s':>16} | {'course tokens/s':>15} | val loss nanoGPT / course | load")
+    for index, r in enumerate(rounds, 1):
+        for mode in r["course"]:
+            nano, course = r["nanogpt"][mode], r["course"][mode]
+            print(f"{index:>5} | {mode:>8} | {nano['tokens_per_second']:>16,.0f} | {course['tokens_per_second']:>15,.0f} | "
+                  f"{nano['val_loss']:.3f} / {course['val_loss']:.3f} | {r['load']:.2f}")
+    medians = {}
+    for label, ratios in ratios_of(rounds).items():
+        medians[label] = statistics.median(ratios)
+        print(f"course / nanoGPT training tokens/s, {label}: median {medians[label]:.2f}x "
+              f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+    busiest = max(r["load"] for r in rounds)
+    if busiest > (os.cpu_count() or 1):
+        print(f"WARNING: load average up to {busiest:.1f} on {os.cpu_count()} cores: other work shared the machine, "
+              "so these wall-time ratios are not reliable; benchmarks/step_cpu_time.py compares CPU time per step")
+    return {"rounds": rounds, "median_ratios": medians, "nanogpt_revision": revision}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -146,7 +176,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-iters", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2, help="CPU threads of both runs (OMP_NUM_THREADS)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile in both (compile time reported apart)")
+    parser.add_argument("--compile", action="store_true", help="add a compiled run of each to every round (compile time reported apart)")
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
     return parser.parse_args(argv)
 
@@ -159,14 +189,18 @@ def main(argv=None) -> dict:
         revision = prepare_nanogpt(args.nanogpt, workdir)
         write_nanogpt_data(workdir / "data" / DATASET)
         rounds = []
+        modes = ["eager", "compiled"] if args.compile else ["eager"]
         for index in range(args.rounds):
-            nano = run_nanogpt(workdir, args.max_iters, args.compile, env)
-            course = run_course(args.max_iters, args.compile, env, args.threads, workdir)
-            rounds.append({"nanogpt": nano, "course": course, "load": os.getloadavg()[0]})
-            print(f"round {index + 1}: nanoGPT {nano['tokens_per_second']:,.0f} tokens/s, "
-                  f"course {course['tokens_per_second']:,.0f} tokens/s"
-                  + (f" (compiling and warm-up: {nano['warmup_seconds']:.1f} s / {course['warmup_seconds']:.1f} s)"
-                     if args.compile else ""), flush=True)
+            this_round = {"nanogpt": {}, "course": {}}
+            for mode in modes:   # alternating: nanoGPT, course, nanoGPT, course
+                this_round["nanogpt"][mode] = run_nanogpt(workdir, args.max_iters, mode == "compiled", env)
+                this_round["course"][mode] = run_course(args.max_iters, mode == "compiled", env, args.threads, workdir)
+                nano, course = this_round["nanogpt"][mode], this_round["course"][mode]
+                print(f"round {index + 1}, {mode}: nanoGPT {nano['tokens_per_second']:,.0f} tokens/s, "
+                      f"course {course['tokens_per_second']:,.0f} tokens/s"
+                      + (f" (compiling and warm-up: {nano['warmup_seconds']:.1f} s / {course['warmup_seconds']:.1f} s)"
+                         if mode == "compiled" else ""), flush=True)
+            rounds.append(dict(this_round, load=os.getloadavg()[0]))
     summary = summarise(rounds, revision, args.threads)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))

@@ -239,19 +239,21 @@ def flops_per_token(model, cfg: Config) -> float:
     return 6 * n + 12 * cfg.n_layer * cfg.n_embd * cfg.block_size
 
 
-def best_time(fn, device, warmup: int = 3, repeats: int = 5) -> float:
-    """The fastest of ``repeats`` timed calls of ``fn`` after ``warmup`` untimed ones (GPU work waited for)."""
+def best_time(fn, device, warmup: int = 3, repeats: int = 5, clock=time.perf_counter) -> float:
+    """The fastest of ``repeats`` timed calls of ``fn`` after ``warmup`` untimed ones (GPU work waited for),
+    by ``clock`` (wall time by default; ``time.process_time`` counts only this process's CPU time, which
+    other work on a shared machine disturbs far less when PyTorch runs on one thread)."""
     for _ in range(warmup):
         fn()
     best = float("inf")
     for _ in range(repeats):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        start = time.perf_counter()
+        start = clock()
         fn()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
@@ -284,20 +286,20 @@ def measured_matmul_peak(model, rows: int, device, repeats: int = 31) -> tuple[f
     return best, best_text
 
 
-def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype) -> float:
+def matmul_floor_seconds(model, cfg: Config, batch: int, device, dtype, clock=time.perf_counter) -> float:
     """How long one training step's matrix products take on their own, at the model's shapes.
 
     Every ``nn.Linear`` costs three products per step (forward ``x @ W.T``, and backward ``dY @ W`` and
     ``dY.T @ x``), and attention six batched ones per layer (``Q K^T`` and ``A V`` forward, four more
     backward). Each is timed alone (best of five) and the times are added: no fusing, overlap or
     overhead-cutting can make a step faster than this at this dtype and thread count, so it turns the
-    tokens/s of a run into a fraction of what this machine allows.
+    tokens/s of a run into a fraction of what this machine allows. ``clock`` as in ``best_time``.
     """
     def product(a_shape, b_shape, transpose_b=False) -> float:
         a = torch.randn(a_shape, device=device, dtype=dtype)
         b = torch.randn(b_shape, device=device, dtype=dtype)
         b = b.transpose(-2, -1) if transpose_b else b
-        return best_time(lambda: torch.matmul(a, b), device)
+        return best_time(lambda: torch.matmul(a, b), device, clock=clock)
 
     rows = batch * cfg.block_size
     cache: dict[tuple, float] = {}

@@ -63,3 +63,47 @@ def test_tokens_per_second_leaves_out_warm_up_and_evaluation_steps():
     assert math.isclose(result["tokens_per_second"], 768 / 0.048)
     assert math.isclose(result["warmup_seconds"], 9 * 0.5)   # steps 1..9 (step 0 holds an evaluation)
     assert (result["train_loss"], result["val_loss"]) == (2.1, 2.25)
+
+
+def _run(tokens_per_second: float) -> dict:
+    return {"tokens_per_second": tokens_per_second, "val_loss": 1.5, "train_loss": 1.4, "warmup_seconds": 1.0,
+            "timed_steps": 10}
+
+
+def test_a_compiled_course_is_compared_with_nanogpt_compiled_and_eager_each_labelled(capsys):
+    rounds = [{"nanogpt": {"eager": _run(100.0), "compiled": _run(125.0)},
+               "course": {"eager": _run(90.0), "compiled": _run(150.0)}, "load": 1.0},
+              {"nanogpt": {"eager": _run(200.0), "compiled": _run(250.0)},
+               "course": {"eager": _run(200.0), "compiled": _run(250.0)}, "load": 1.0},
+              {"nanogpt": {"eager": _run(100.0), "compiled": _run(100.0)},
+               "course": {"eager": _run(80.0), "compiled": _run(130.0)}, "load": 1.0}]
+    summary = compare.summarise(rounds, "abc1234", 2)
+    labels = {label: (course, nano) for label, course, nano in compare.COMPARISONS}
+    medians = summary["median_ratios"]
+    assert set(medians) == set(labels)
+    by_modes = {labels[label]: median for label, median in medians.items()}
+    assert math.isclose(by_modes[("eager", "eager")], 0.9)          # 0.9, 1.0, 0.8
+    assert math.isclose(by_modes[("compiled", "compiled")], 1.2)    # 1.2, 1.0, 1.3
+    assert math.isclose(by_modes[("compiled", "eager")], 1.3)       # 1.5, 1.25, 1.3
+    printed = capsys.readouterr().out
+    for label in labels:
+        assert label in printed
+    assert "not like for like" in printed
+
+
+def test_without_compiled_runs_only_the_eager_comparison_is_printed(capsys):
+    rounds = [{"nanogpt": {"eager": _run(100.0)}, "course": {"eager": _run(110.0)}, "load": 1.0}]
+    summary = compare.summarise(rounds, "abc1234", 2)
+    (label, median), = summary["median_ratios"].items()
+    assert label == compare.COMPARISONS[0][0] and math.isclose(median, 1.1)
+    assert "compiled" not in capsys.readouterr().out
+
+
+def test_a_load_above_the_core_count_is_flagged_as_making_the_ratios_unreliable(capsys, monkeypatch):
+    monkeypatch.setattr(compare.os, "cpu_count", lambda: 2)
+    quiet = [{"nanogpt": {"eager": _run(100.0)}, "course": {"eager": _run(110.0)}, "load": 1.5}]
+    compare.summarise(quiet, "abc1234", 2)
+    assert "not reliable" not in capsys.readouterr().out
+    busy = quiet + [{"nanogpt": {"eager": _run(100.0)}, "course": {"eager": _run(300.0)}, "load": 8.5}]
+    compare.summarise(busy, "abc1234", 2)
+    assert "WARNING: load average up to 8.5 on 2 cores" in capsys.readouterr().out
