@@ -1296,39 +1296,28 @@ for shape_q, t_k, d_v in [((5, 3), 7, 4), ((2, 6, 8), 9, 5), ((2, 3, 6, 8), 9, 5
     checks.assert_close(w.sum(dim=-1), torch.ones(w.shape[:-1], dtype=f64), atol=1e-6,
                         name=f"row sums of the weights {what}")
 
-# Masks of several shapes (every row keeps at least one key): PyTorch's result, zeros where masked.
-q = torch.randn(2, 3, 5, 4, generator=g, dtype=f64)
-k = torch.randn(2, 3, 6, 4, generator=g, dtype=f64)
-v = torch.randn(2, 3, 6, 3, generator=g, dtype=f64)
-for mask_shape in [(5, 6), (2, 1, 5, 6), (2, 3, 5, 6)]:
+# Masks of several shapes (every row keeps at least one key): PyTorch's result, zeros where masked. A 3-D mask
+# broadcasts like any other: one mask per sequence for q of shape (B, T_q, d_k), and one mask per head for q of
+# shape (B, H, T_q, d_k); no axis is inserted into it.
+for lead, mask_shape in [((2, 3), (5, 6)), ((2, 3), (2, 1, 5, 6)), ((2, 3), (2, 3, 5, 6)), ((3,), (3, 5, 6)),
+                         ((2, 3), (3, 5, 6))]:
+    q = torch.randn(*lead, 5, 4, generator=g, dtype=f64)
+    k = torch.randn(*lead, 6, 4, generator=g, dtype=f64)
+    v = torch.randn(*lead, 6, 3, generator=g, dtype=f64)
     mask = torch.rand(*mask_shape, generator=g) < 0.5
     mask[..., 0] = True
-    what = f"with a random mask of shape {mask_shape}"
+    what = f"for q {tuple(q.shape)} with a random mask of shape {mask_shape}"
     out, w = attend(q, k, v, mask, what)
     ref_out, ref_w = reference(q, k, v, mask)
     checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name=f"weights {what}",
-                        hint="True = may attend. Set the False scores to -inf before the softmax.")
+                        hint="True = may attend: set the False scores to -inf before the softmax. The mask broadcasts "
+                             "against the scores (..., T_q, T_k) from the right, as it is.")
     checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name=f"output {what}")
     checks.assert_close(torch.where(mask, 0.0, w), torch.zeros_like(ref_w), atol=0, rtol=0,
                         name=f"weights at the masked positions {what}",
                         hint="A masked key must get weight exactly 0: mask before the softmax, not after.")
-    checks.assert_close(w.sum(dim=-1), torch.ones(2, 3, 5, dtype=f64), atol=1e-6, name=f"row sums {what}",
+    checks.assert_close(w.sum(dim=-1), torch.ones(*lead, 5, dtype=f64), atol=1e-6, name=f"row sums {what}",
                         hint="Masking after the softmax leaves rows that no longer sum to 1.")
-
-# A 3-D mask broadcasts like any other: one mask per sequence for q of shape (B, T_q, d_k), and one mask per head
-# for q of shape (B, H, T_q, d_k); no axis is inserted into it.
-for lead, mask_shape in [((3,), (3, 5, 6)), ((2, 3), (3, 5, 6))]:
-    q3 = torch.randn(*lead, 5, 4, generator=g, dtype=f64)
-    k3 = torch.randn(*lead, 6, 4, generator=g, dtype=f64)
-    v3 = torch.randn(*lead, 6, 2, generator=g, dtype=f64)
-    mask = torch.rand(*mask_shape, generator=g) < 0.5
-    mask[..., 0] = True
-    what = f"for q {tuple(q3.shape)} with a mask of shape {mask_shape}"
-    out, w = attend(q3, k3, v3, mask, what)
-    ref_out, ref_w = reference(q3, k3, v3, mask)
-    checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name=f"weights {what}",
-                        hint="The mask broadcasts against the scores (..., T_q, T_k) from the right, as it is.")
-    checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name=f"output {what}")
 
 # An all-True mask changes nothing; the mask may be passed by keyword.
 _, w_plain = attend(q, k, v, what="without a mask")
