@@ -186,7 +186,6 @@ PROBE_CELL = ("import sys, utils, hypothesis\n"
 class NotebookRun:
     report: NotebookReport    # the kernel run's fields from ``alone``; the judge run's and the mutants' own
     alone: AloneRun           # the student version, solutions filled in, run alone on the simulated Colab
-    folder: Path              # Colab's working folder: nothing but the notebook
 
 
 _NOTEBOOK_RUNS: dict[str, NotebookRun] = {}
@@ -204,7 +203,7 @@ def notebook_run(assignment, colab, tmp_path_factory) -> NotebookRun:
         report.seconds, report.heaviest_cell_seconds = alone.seconds, alone.heaviest_cell_seconds
         report.cell_errors = dict(alone.cell_errors)
         _SUMMARIES[assignment.name] = _summary(report)
-        _NOTEBOOK_RUNS[assignment.name] = NotebookRun(report, alone, folder)
+        _NOTEBOOK_RUNS[assignment.name] = NotebookRun(report, alone)
     return _NOTEBOOK_RUNS[assignment.name]
 
 

@@ -35,6 +35,7 @@ import pytest
 
 from autograder import selfgrade
 from autograder.course import conventions, setup_cell
+from autograder.course.check import _error_of
 from autograder.sandbox import cpu_time
 from autograder.sandbox.cpu_time import ONE_THREAD
 
@@ -298,8 +299,6 @@ def _run_cell(client, clock: cpu_time.CellClock, cell, index: int, run: AloneRun
     if not selfgrade.is_self_grading_cell(cell):
         run.seconds += watch.seconds
         run.heaviest_cell_seconds = max(run.heaviest_cell_seconds, watch.seconds)
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            run.cell_errors[index] = (f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): "
-                                      f"{output.get('ename')}: {str(output.get('evalue', ''))[:400]}")
-            break
+    error = _error_of(cell.get("outputs", []))
+    if error:
+        run.cell_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"
