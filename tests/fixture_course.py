@@ -66,9 +66,28 @@ SMALL_CLASS = {"ada": None, "bob": "import torch\ndef double(x):\n    return 3 *
                "fay": "def double(x):\n    raise RuntimeError('not yet')\n", "gus": None, "cy": None}
 
 
+# bob's mistake as a named mutant of the fixture course, so that the class report of the small class labels a
+# group (test_shards compares the report of the merged shards with one machine's).
+SMALL_CLASS_MUTANT = '"""Multiplies by three instead of two."""\nimport torch\n\n\ndef double(x):\n    return 3 * x\n'
+
+
+def add_mutants(root: Path, mutants: dict[str, str]) -> None:
+    """Named mutants of ``double`` (name -> module text, its docstring the mistake) in the fixture course's
+    ``root/mutants``, imported as the course's mutant files are."""
+    from autograder.course.mutant_import import import_files
+
+    folder = root / "mutants" / "01_fixture"
+    folder.mkdir(parents=True)
+    for name, code in mutants.items():
+        (folder / f"double__{name}.py").write_text(code, encoding="utf-8")
+    import_files(sorted(folder.glob("*.py")), solutions_dir=root / "solutions", mutants_dir=root / "mutants")
+
+
 def make_small_class(root: Path) -> Path:
-    """The fixture course in ``root`` and ``SMALL_CLASS``'s submissions in ``root/submitted`` (returned)."""
+    """The fixture course in ``root`` (with bob's mistake as a named mutant) and ``SMALL_CLASS``'s submissions
+    in ``root/submitted`` (returned)."""
     assignment = make_course(root)
+    add_mutants(root, {"triples": SMALL_CLASS_MUTANT})
     for student, code in SMALL_CLASS.items():
         submissions.write(answer(assignment, root, code), root / "submitted" / student / "01_fixture" / "fixture.ipynb")
     return root / "submitted"

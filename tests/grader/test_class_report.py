@@ -9,7 +9,9 @@ student's folder; one student's name is hostile HTML too. Checked:
   group per planted mistake with its count and the mutant's docstring as its name, statuses, ranks;
 * the page shows every hostile string as text: no ``<script>``, no remote URL outside escaped text,
   and in a real headless browser (Debian's chromium) no script runs and no request leaves the page;
-* ``merge`` of 3 shards gives the same report.json and report.html as one machine.
+
+That a merge of shards gives the same report.json and report.html as one machine is checked on the small
+class (``tests/grader/test_shards.py``), which is graded in shards anyway.
 """
 
 from __future__ import annotations
@@ -28,12 +30,8 @@ import pytest
 from autograder.course import conventions, submissions
 from autograder.batch.class_report import REPORT_HTML, REPORT_JSON, histogram, message_pattern
 from autograder.batch.class_report_page import render_page
-from autograder.batch.grading import grade
-from autograder.course.mutant_import import import_files
-from autograder.sandbox.limits import Limits
-from autograder.batch.shards import Shard
 from conftest import TEST_SANDBOX
-from fixture_course import answer, make_course
+from fixture_course import add_mutants, answer, make_course
 
 MUTANTS = {
     "triples": '"""Multiplies by three instead of two."""\nimport torch\n\n\ndef double(x):\n    return 3 * x\n',
@@ -57,11 +55,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def make_class(root: Path) -> Path:
     assignment = make_course(root)
-    mutants = root / "mutants" / "01_fixture"
-    mutants.mkdir(parents=True)
-    for name, code in MUTANTS.items():
-        (mutants / f"double__{name}.py").write_text(code, encoding="utf-8")
-    import_files(sorted(mutants.glob("*.py")), solutions_dir=root / "solutions", mutants_dir=root / "mutants")
+    add_mutants(root, MUTANTS)
     submitted = root / "submitted"
     for student, code in CLASS.items():
         submissions.write(answer(assignment, root, code), submitted / student / "01_fixture" / "fixture.ipynb")
@@ -73,17 +67,12 @@ def make_class(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> Path:
-    """The class graded on one machine and in 3 merged shards, each with its report."""
+    """The class graded on one machine, with its report."""
     root = tmp_path_factory.mktemp("class")
     submitted = make_class(root)
-    limits = Limits(cell_timeout_s=3, notebook_timeout_s=300, sandbox=TEST_SANDBOX)
     _command("grade", str(submitted), "--out", str(root / "single"), "--solutions", str(root / "solutions"),
              "--cell-timeout", "3", "--notebook-timeout", "300", "--sandbox", TEST_SANDBOX, "--workers", "2",
              "--allow-self-grading-bundles", "--report")
-    for index in range(3):
-        grade(submitted, root / f"shard-{index}", shard=Shard(index, 3), workers=2, progress=False,
-              solutions_dir=root / "solutions", limits=limits)
-    _command("merge", *(str(root / f"shard-{index}") for index in range(3)), "--out", str(root / "merged"), "--report")
     return root
 
 
@@ -140,12 +129,6 @@ def test_the_numbers_are_exactly_what_was_planted(graded):
             assert (graded / "single" / page).is_file()
     assert data["hardest"] == [{"assignment": "01_fixture", "exercise": "double", "lost": 37.0, "max_points": 3.0,
                                 "students": 20}]
-
-
-@pytest.mark.slow
-def test_three_merged_shards_give_the_same_report(graded):
-    assert _report(graded / "merged") == _report(graded / "single")
-    assert (graded / "merged" / REPORT_HTML).read_bytes() == (graded / "single" / REPORT_HTML).read_bytes()
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 * ``Shard``: every submission falls in exactly one shard, the same one on every run;
 * ``grade --shard I/K`` on each shard, then ``merge``: the merged CSV and gradebook equal a
   single-machine grade of the same submissions, cell by cell; merging twice changes nothing;
+* ``merge --report``: the class report of the merged shards equals one machine's, byte for byte;
 * a missing or unfinished shard is reported by its index and nothing is merged, unless
   ``--allow-missing``.
 
@@ -13,6 +14,7 @@ one single-machine grading of the class per session (``small_class`` in ``tests/
 from __future__ import annotations
 
 import csv
+import json
 import os
 import hashlib
 import shutil
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import conventions
+from autograder.batch.class_report import REPORT_HTML, REPORT_JSON, write_report
 from autograder.batch.grading import grade
 from autograder.batch.shards import MARKER, Shard, ShardsIncomplete, merge
 from conftest import SMALL_CLASS_LIMITS
@@ -115,10 +118,20 @@ def test_three_shards_merged_equal_one_machine(small_class, tmp_path):
     assert gradebook_scores(tmp_path / "merged" / "gradebook.db") == expected
 
     # The command: nbgrader's SQLAlchemy warnings go to the log, not the terminal (issue 28).
-    done = subprocess.run([sys.executable, "-m", "autograder", "merge", *map(str, shards), "--out", str(tmp_path / "merged")],
-                          capture_output=True, text=True, cwd=conventions.REPO_ROOT, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "autograder", "merge", *map(str, shards), "--out", str(tmp_path / "merged"),
+                           "--report"], capture_output=True, text=True, cwd=conventions.REPO_ROOT, timeout=300)
     assert done.returncode == 0 and "Warning" not in done.stdout + done.stderr, done.stdout + done.stderr
     assert done.stdout.startswith(f"merged 3 of 3 shards: {len(STUDENTS)} submissions\n"), done.stdout
+    # Its class report is one machine's, report.json and report.html byte for byte, bob's group named by the
+    # course's mutant (the report reads only what grading left in the folder: a merge must leave all of it).
+    one_machine = tmp_path / "single"
+    shutil.copytree(small_class / "single", one_machine, symlinks=True)
+    write_report(one_machine)
+    merged_report = json.loads((tmp_path / "merged" / REPORT_JSON).read_text(encoding="utf-8"))
+    assert merged_report == json.loads((one_machine / REPORT_JSON).read_text(encoding="utf-8"))
+    assert (tmp_path / "merged" / REPORT_HTML).read_bytes() == (one_machine / REPORT_HTML).read_bytes()
+    groups = {tuple(g["students"]): g["mistake"] for g in merged_report["assignments"][0]["exercises"][0]["groups"]}
+    assert groups == {("bob",): "Multiplies by three instead of two", ("fay",): None}, groups
 
     # A shard whose grades.csv disagrees with its gradebook is refused, naming the shard and the student.
     honest = (shards[2] / "grades.csv").read_text(encoding="utf-8")
