@@ -7,8 +7,9 @@ Each argument is LABEL=FOLDER, where FOLDER holds saved notebooks laid out as th
 ``07_block/block.ipynb``): the course's ``solutions``, a class's held-out implementations, one student's
 folder. For each, notebook 09's solution runs (as ``tests/course/test_your_parts.py`` runs it) in a
 course-shaped temporary folder with those notebooks beside it as "the student's", PyTorch on one thread.
-The table gives the "your parts" line's verdict, the validation bits per byte of the student's model and of
-the PyTorch-parts control on characters, the BPE run's, and the kernel's CPU seconds; the last column is the
+The table gives the "your parts" line's verdict, the validation bits per byte of the student's model on
+characters, the gap between its mean training loss and the PyTorch-parts control's over the control's last 20
+steps (the control trains the first sixth of the run on the same batches), the BPE run's bits per byte, and the kernel's CPU seconds; the last column is the
 difference from the first (reference) label, against the bar of 0.05 bits per byte (issue 34). Instructor
 material: it runs ``solutions/09_your_gpt``.
 """
@@ -44,7 +45,7 @@ class Result:
     label: str
     parts_line: str = ""
     student_bpb: float | None = None
-    control_bpb: float | None = None
+    control_gap: float | None = None
     bpe_bpb: float | None = None
     logits_difference: float | None = None
     cpu_seconds: float | None = None
@@ -97,13 +98,20 @@ def _number(pattern: str, text: str, group: int = 1) -> float | None:
     return float(found.group(group)) if found else None
 
 
+def _control_gap(printed: str) -> float | None:
+    """Your mean training loss over the control's last 20 steps less the control's (nats; > 0: yours trains slower)."""
+    found = re.search(r"control \(PyTorch's parts\), its first \d+ steps on the same batches: .*?; mean of steps "
+                      r"\d+-\d+ (\d+\.\d+) nats, yours (\d+\.\d+)", printed)
+    return float(found.group(2)) - float(found.group(1)) if found else None
+
+
 def parse(label: str, printed: str, errors: list[str]) -> Result:
     """The figures of one run, read from what notebook 09 printed."""
     lines = [line for line in printed.splitlines() if line.startswith("your parts: yours:")]
     return Result(
         label=label, parts_line=lines[0] if lines else "(no 'your parts' line)", errors=errors,
         student_bpb=_number(r"= (\d+\.\d+) bits per byte; counted trigram", printed),
-        control_bpb=_number(r"control \(PyTorch's parts\): (\d+\.\d+) bits per byte", printed),
+        control_gap=_control_gap(printed),
         bpe_bpb=_number(r"your GPT \(same steps\)\s+\S+\s+(\d+\.\d+)", printed),
         logits_difference=_number(r"logits of the control and of your parts, same weights: (\S+)", printed),
         cpu_seconds=_number(r"kernel CPU seconds: (\d+\.\d+)", printed))
@@ -124,13 +132,13 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 
 def table(results: list[Result]) -> str:
     reference = results[0]
-    rows = [f"{'parts':<12} {'all yours':>9} {'bpb yours':>10} {'bpb control':>12} {'bpb BPE':>8} "
+    rows = [f"{'parts':<12} {'all yours':>9} {'bpb yours':>10} {'control gap':>12} {'bpb BPE':>8} "
             f"{'|diff| vs ' + reference.label:>20} {'bar':>5} {'CPU s':>7} {'wall s':>7}"]
     for r in results:
         diff = None if r.student_bpb is None or reference.student_bpb is None else abs(r.student_bpb - reference.student_bpb)
         verdict = "-" if diff is None else ("ok" if diff <= BAR_BITS_PER_BYTE else "OVER")
         rows.append(f"{r.label:<12} {'yes' if r.all_yours else 'NO':>9} {_fmt(r.student_bpb):>10} "
-                    f"{_fmt(r.control_bpb):>12} {_fmt(r.bpe_bpb):>8} {_fmt(diff):>20} {verdict:>5} "
+                    f"{_fmt(r.control_gap, '.4f'):>12} {_fmt(r.bpe_bpb):>8} {_fmt(diff):>20} {verdict:>5} "
                     f"{_fmt(r.cpu_seconds, '.0f'):>7} {r.wall_seconds:7.0f}")
     for r in results:
         rows.append(f"\n{r.label}: {r.parts_line}")

@@ -30,7 +30,8 @@
 # * then every exercise is behind you, and the experiments begin: your GPT is built from **your own**
 #   attention (05), RoPE (06), LayerNorm and feed-forward network (07) and trained with your optimiser and
 #   training step: one run, one number to beat (the counted trigram). The same model from PyTorch's parts,
-#   trained from the same start on the same batches, is the control beside it;
+#   trained from the same start on the same batches for the first sixth of the run, is the control beside
+#   it: its first loss must be yours, and it must train as fast;
 # * the same on your own BPE tokens (02), and ablations of your model (no causal mask, one head, no positions,
 #   a LLaMA-style block) after predicting what each will do.
 #
@@ -1942,26 +1943,28 @@ def predicted_seconds(seconds_so_far, steps_done, steps, first_step_seconds):
 
 
 def train(model, data, *, steps, block_size, batch_size, max_lr, min_lr=None, warmup_steps=None, weight_decay=0.1,
-          seed=0, label="training", measure_steps=8):
+          seed=0, label="training", measure_steps=8, stop_after=None):
     # Trains with your train_step; prints the predicted time after `measure_steps` steps; returns
-    # (losses, seconds). The same seed gives the same batches in the same order.
+    # (losses, seconds). The same seed gives the same batches in the same order. `stop_after` ends the run
+    # early on the same schedule (the learning rates of a `steps`-long run): the control's check below.
     model.to(device)
     optimizer = AdamW(param_groups(model, weight_decay), lr=max_lr, betas=(0.9, 0.99))
     generator = torch.Generator().manual_seed(seed)
     min_lr = max_lr / 10 if min_lr is None else min_lr
     warmup_steps = max(1, steps // 20) if warmup_steps is None else warmup_steps
     scaler = PRECISION.grad_scaler() if PRECISION.needs_grad_scaler else None
+    run = steps if stop_after is None else min(stop_after, steps)
     losses, start = [], time.perf_counter()
-    for step in tqdm(range(steps), desc=label, mininterval=1.0, leave=False):
+    for step in tqdm(range(run), desc=label, mininterval=1.0, leave=False):
         x, y = get_batch(data, block_size, batch_size, generator)
         lr = wsd_learning_rate(step, max_lr, min_lr, warmup_steps, steps)
         losses.append(train_step(model, optimizer, x.to(device), y.to(device), lr, max_norm=1.0,
                                  precision=PRECISION, scaler=scaler))
         if step == 0:
             first = time.perf_counter() - start
-        if step + 1 == min(measure_steps, steps):
-            guess = predicted_seconds(time.perf_counter() - start, step + 1, steps, first)
-            print(f"{label}: {steps} steps, predicted {guess:.0f} s (from its first {step + 1} steps)", flush=True)
+        if step + 1 == min(measure_steps, run):
+            guess = predicted_seconds(time.perf_counter() - start, step + 1, run, first)
+            print(f"{label}: {run} steps, predicted {guess:.0f} s (from its first {step + 1} steps)", flush=True)
     return losses, time.perf_counter() - start
 
 
@@ -1983,7 +1986,8 @@ def val_bits_per_byte(model, data, block_size, decode):
 #
 # The bar is the same everywhere: **the counted trigram's bits per byte**, and **the run uses your parts**
 # (section 7) with the control from PyTorch's parts beside it, from the same initial weights on the same
-# batches. On a GPU your `train_step` runs in mixed precision (`PRECISION`, printed in the second code
+# batches and learning rates for the first sixth of the run: enough to see that both start from the same loss
+# and train equally fast (the cell prints both). On a GPU your `train_step` runs in mixed precision (`PRECISION`, printed in the second code
 # cell: bfloat16 from compute capability 8.0, float16 with a loss scaler below it, as on Colab's T4).
 # Before the run the cell prints its predicted time and memory by notebook 10's accounting (6N + 12LTd
 # FLOPs per token at an assumed share of the device's peak; 16 bytes per parameter plus activations), for
@@ -2060,17 +2064,30 @@ if BIG:
           f"{precisions.peak_memory_source(device)})")
     print(f"training loss: first step {losses[0]:.3f}, mean of the last three {sum(losses[-3:]) / 3:.3f}")
 if MODEL_IS_YOURS:
-    control_losses, control_seconds = train(control, run_train, label="control (PyTorch's parts)", **CHAR_RUN)
-    control_bpb, _ = val_bits_per_byte(control, run_val, CHAR_RUN["block_size"], run_decode)
+    # The control trains the first sixth of the run: the same weights, batches and learning rates as yours. Its
+    # first loss must equal yours (same weights, same batch). After that, two correct sets of parts round
+    # differently and the runs part, batch by batch, within a few dozen steps (a small difference in the
+    # weights changes which way each step goes), but they must train equally well: compare the means of the
+    # last steps, not single steps. A part with the right logits but wrong gradients trains worse at once.
+    control_steps = max(2, CHAR_RUN["steps"] // 6)
+    control_losses, control_seconds = train(control, run_train, label="control (PyTorch's parts)",
+                                            stop_after=control_steps, **CHAR_RUN)
+    window = min(20, control_steps)
+    control_mean, your_mean = (sum(run[control_steps - window:control_steps]) / window for run in (control_losses, losses))
 else:
-    control_losses, control_seconds, control_bpb = losses, seconds, char_bpb
+    control_losses, control_seconds = losses, seconds
 trigram = run_trigram
 print(CARRIED.line())
 print(f"your GPT {CHAR_MODEL}, {CHAR_RUN['steps']} steps in {seconds:.1f} s: validation {char_loss:.3f} nats/char = "
       f"{char_bpb:.3f} bits per byte; counted trigram {trigram:.3f} -> "
       + (f"beats it by {trigram - char_bpb:.3f}" if char_bpb < trigram else "does NOT beat it"))
-print(f"control (PyTorch's parts): {control_bpb:.3f} bits per byte in {control_seconds:.1f} s"
-      + ("" if MODEL_IS_YOURS else " (the same run: every model part fell back)"))
+if MODEL_IS_YOURS:
+    print(f"control (PyTorch's parts), its first {control_steps} steps on the same batches: first loss "
+          f"{control_losses[0]:.5f}, yours {losses[0]:.5f}; mean of steps {control_steps - window + 1}-{control_steps} "
+          f"{control_mean:.3f} nats, yours {your_mean:.3f}; {1000 * control_seconds / control_steps:.0f} ms a step, "
+          f"yours {1000 * seconds / CHAR_RUN['steps']:.0f} ms")
+else:
+    print("control (PyTorch's parts): your GPT's run (the same run: every model part fell back)")
 if ON_GPU or LONG_RUN:
     print(f"target {GPU_TARGET} bits per byte:", "reached" if char_bpb <= GPU_TARGET else "not reached")
 
@@ -2090,7 +2107,7 @@ def smoothed_bits_per_byte(values, window=20):
 
 curves = {"your GPT, training batches (mean of 20 steps)": smoothed_bits_per_byte(losses)}
 if MODEL_IS_YOURS:
-    curves["control (PyTorch's parts), training batches"] = smoothed_bits_per_byte(control_losses)
+    curves[f"control (PyTorch's parts), its first {len(control_losses)} steps"] = smoothed_bits_per_byte(control_losses)
 ax = plotting.loss_curves(curves, reference={"counted trigram (validation)": trigram} if BIG else
                           {f"counted {name} (validation)": baselines["char"][name] for name in ("bigram", "trigram")},
                           title="Your GPT against the control and the counted baselines, on characters", ylabel="bits per byte")

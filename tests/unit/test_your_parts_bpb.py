@@ -15,7 +15,7 @@ _spec.loader.exec_module(your_parts_bpb)
 PRINTED = """largest difference between the logits of the control and of your parts, same weights: 2.38e-07
 your parts: yours: LayerNorm (07), feed-forward (07), attention (05), RoPE (06), BPE tokenizer (02), and this notebook's GPT, AdamW, clipping and train_step | fell back: none
 your GPT {'n_layer': 2, 'n_head': 4, 'n_embd': 128}, 600 steps in 61.2 s: validation 1.401 nats/char = 2.034 bits per byte; counted trigram 2.512 -> beats it by 0.478
-control (PyTorch's parts): 2.041 bits per byte in 58.0 s
+control (PyTorch's parts), its first 150 steps on the same batches: first loss 4.61234, yours 4.61234; mean of steps 131-150 2.317 nats, yours 2.329; 64 ms a step, yours 68 ms
 
 bits per byte           characters   BPE 512
 counted trigram              2.512     2.700
@@ -26,7 +26,8 @@ kernel CPU seconds: 301.5
 
 def test_parse_reads_every_figure_of_a_run():
     r = your_parts_bpb.parse("A", PRINTED, [])
-    assert (r.student_bpb, r.control_bpb, r.bpe_bpb, r.cpu_seconds) == (2.034, 2.041, 2.310, 301.5)
+    assert (r.student_bpb, r.bpe_bpb, r.cpu_seconds) == (2.034, 2.310, 301.5)
+    assert abs(r.control_gap - 0.012) < 1e-12
     assert r.logits_difference == 2.38e-07 and r.all_yours
 
 
