@@ -1,6 +1,8 @@
 """Entry points: ``python -m autograder.judge [--ahead]`` (batch: one job on standard input, one sealed
-result on standard output; ``--ahead``: a runner spec line first, and the runner starts before the job) and ``python -m autograder.judge --attached`` (self-grading: a job line, then the
-kernel's replies on standard input, the judge's calls and the verdicts on standard output)."""
+result on standard output; ``--ahead``: a runner spec line first, and the runner starts before the job);
+``python -m autograder.judge --attached`` (self-grading: a job line, then the kernel's replies on standard
+input, the judge's calls and the verdicts on standard output); ``python -m autograder.judge --fork-server FD``
+(batch judges forked from one process that imported PyTorch once: ``fork_server.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .session import NOT_RUN, AttachedSession, CellOutcome
 from .transport import Connection
 from .notebook import judge_notebook
 from .workspace import Workspace
+from . import fork_server
 
 
 def main(ahead: bool = False) -> int:
@@ -71,5 +74,13 @@ def _verdict(session: AttachedSession, test: dict) -> TestVerdict:
                        f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else "")
 
 
+def _entry(args: list[str]) -> int:
+    if "--attached" in args:
+        return main_attached()
+    if fork_server.FLAG in args:
+        return fork_server.serve(int(args[args.index(fork_server.FLAG) + 1]), main)
+    return main(ahead="--ahead" in args)
+
+
 if __name__ == "__main__":
-    sys.exit(main_attached() if "--attached" in sys.argv[1:] else main(ahead="--ahead" in sys.argv[1:]))
+    sys.exit(_entry(sys.argv[1:]))

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import deque
 
+from .fork_server import ForkedJudge, ForkServer
 from .protocol import JudgeJob, JudgeResult, ProtocolError, RunnerSpec, Status, unseal
 from ..sandbox.limits import Limits
 from ..sandbox.processes import kill_group
@@ -23,8 +24,14 @@ from ..course.text import valid_unicode
 MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs are capped at 4 MB; this is a backstop)
 
 
-def start_judge(spec: RunnerSpec | None = None) -> subprocess.Popen:
-    """A judge process waiting for its job; with ``spec``, one that starts its runner now (``--ahead``)."""
+def start_judge(spec: RunnerSpec | None = None, server: ForkServer | None = None) -> subprocess.Popen | ForkedJudge:
+    """A judge process waiting for its job; with ``spec``, one that starts its runner now (``--ahead``);
+    forked by ``server`` when there is one and it answers, else a process of its own."""
+    if server is not None:
+        try:
+            return server.start(spec.to_line() if spec is not None else b"")
+        except OSError:
+            pass
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge"] + (["--ahead"] if spec else []),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                start_new_session=True, env=with_course_on_path(dict(os.environ)))
@@ -108,19 +115,28 @@ class JudgesAhead:
     ``take()`` gives a waiting judge (or None: start one with the job) and starts the next one, so
     while a worker grades a notebook the judge and runner of its next one are starting. ``close()``
     stops those never used. Starting one may fail (no processes left): the job then starts its own.
+    For more than one job the judges are forked from one ``ForkServer`` (PyTorch imported once).
     """
 
     def __init__(self, spec: RunnerSpec, jobs: int, count: int):
         self.spec, self.left, self.count = spec, jobs, count
         self.waiting: deque = deque()
         self.lock = threading.Lock()
+        self.server = self._fork_server() if count > 0 and jobs > 1 else None
         with self.lock:
             self._fill()
+
+    @staticmethod
+    def _fork_server() -> ForkServer | None:
+        try:
+            return ForkServer()
+        except OSError:
+            return None      # every judge then starts as a process of its own
 
     def _fill(self) -> None:
         while len(self.waiting) < min(self.count, self.left):
             try:
-                self.waiting.append(start_judge(self.spec))
+                self.waiting.append(start_judge(self.spec, self.server))
             except OSError:
                 return
 
@@ -135,6 +151,9 @@ class JudgesAhead:
         with self.lock:
             while self.waiting:
                 discard(self.waiting.popleft())
+            if self.server is not None:
+                self.server.close()
+                self.server = None
 
 
 def discard(judge: subprocess.Popen | None) -> None:
