@@ -61,6 +61,7 @@ class ForkServer:
     def __init__(self):
         if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
             raise OSError("judges are forked only on Linux 5.3 and later (pidfd_open)")
+        os.close(os.pidfd_open(os.getpid()))      # an older kernel (or a seccomp filter) refuses it: OSError
         ours, theirs = socket.socketpair()
         self._socket, self._lock = ours, threading.Lock()
         try:
