@@ -439,6 +439,15 @@ checks.assert_true(got["inputs"][0] is not None, name="gradient of log_softmax",
 p = torch.softmax(x.detach(), dim=-1)
 checks.assert_close(got["inputs"][0], w - p * w.sum(dim=-1, keepdim=True), atol=1e-10, rtol=1e-8,
                     name="gradient of log_softmax")
+
+# V = 1 is differentiable too: the output is always 0, so the gradient is exactly 0 (not missing).
+x = torch.randn(3, 1, generator=g, dtype=torch.float64, requires_grad=True)
+got = probes.gradients(log_softmax, x, grad_output=torch.randn(3, 1, generator=g, dtype=torch.float64))
+checks.assert_true(got["inputs"][0] is not None, name="gradient of log_softmax with a single vocabulary entry",
+                   problem="no gradient reached the logits: the result was built without them (e.g. torch.zeros_like).",
+                   hint="Let the general formula handle V = 1; it gives 0 and stays connected to the logits.")
+checks.assert_close(got["inputs"][0], torch.zeros(3, 1, dtype=torch.float64), atol=1e-12,
+                    name="gradient of log_softmax with a single vocabulary entry")
 print("log_softmax: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -591,6 +600,16 @@ g = torch.Generator().manual_seed(202)
 logits = torch.randn(4, 1, generator=g) * 50
 checks.assert_close(cross_entropy(logits, torch.zeros(4, dtype=torch.long)), 0.0,
                     name="cross_entropy with a single vocabulary entry")
+# ... also in float64, where the loss keeps the dtype and stays differentiable (gradient exactly 0).
+logits = torch.randn(3, 1, generator=g, dtype=torch.float64, requires_grad=True) * 50
+loss = cross_entropy(logits.detach(), torch.zeros(3, dtype=torch.long))
+checks.assert_tensor(loss, name="cross_entropy with a single vocabulary entry in float64", shape=(), dtype=torch.float64,
+                     hint="V = 1 needs no special case: the general formula gives 0 in the dtype of the logits.")
+got = probes.gradients(cross_entropy, logits.detach().requires_grad_(), torch.zeros(3, dtype=torch.long))
+checks.assert_true(got["inputs"][0] is not None, name="gradient of cross_entropy with a single vocabulary entry",
+                   problem="no gradient reached the logits: the loss was built without them (e.g. torch.tensor(0.0)).")
+checks.assert_close(got["inputs"][0], torch.zeros(3, 1, dtype=torch.float64), atol=1e-12,
+                    name="gradient of cross_entropy with a single vocabulary entry")
 
 # float64 precision.
 logits = torch.randn(20, 9, generator=g, dtype=torch.float64) * 10
@@ -2006,6 +2025,15 @@ checks.assert_true(bool(torch.isfinite(out).all()), name="softmax_with_temperatu
                    hint="Use a stable softmax (shift by the maximum) - logits / T can be huge.")
 checks.assert_close(out, torch.softmax(x / 0.01, dim=-1), atol=1e-5, name="softmax_with_temperature at T = 0.01")
 checks.assert_equal(out.argmax(dim=-1).tolist(), x.argmax(dim=-1).tolist(), name="arg max at T = 0.01")
+# ... and on 64 nearly equal logits, where T = 0.01 still spreads the mass (logits / T differ by a few units):
+# a temperature floor changes these numbers, and softmax(logits) ** (1 / T) underflows every entry to 0.
+x = torch.randn(4, 64, generator=g) * 0.05
+out = softmax_with_temperature(x, 0.01)
+checks.assert_true(bool(torch.isfinite(out).all()), name="softmax_with_temperature(64 nearly equal logits, T = 0.01)",
+                   problem="the result contains inf or nan.",
+                   hint="Divide the logits by T, then a stable softmax; powers of probabilities underflow to 0 / 0.")
+checks.assert_close(out, torch.softmax(x / 0.01, dim=-1), atol=1e-5, name="softmax_with_temperature(64 nearly equal logits, T = 0.01)",
+                    hint="Use the temperature you are given, however small: softmax(logits / T).")
 
 # float64 in, float64 out, at float64 precision.
 x = torch.randn(7, generator=g, dtype=torch.float64)
@@ -2224,6 +2252,15 @@ for _ in range(12):
 checks.assert_equal(generate(model, prompt, 12, 0, torch.Generator().manual_seed(0)).tolist(), expected,
                     name="greedy generate with a 60-token prompt and a model that reads the whole prefix",
                     hint="Never crop the sequence: feed all of it, however long.")
+# A prompt longer than any usual context window (2100 tokens): only its FIRST token decides the next one.
+# Tokens 1 and 2 add nothing, token 0 adds a score of 5 for token 2; without token 0 every score is 0 (tie: 0).
+W = torch.zeros(3, 3, dtype=torch.float64)
+W[0, 2] = 5.0
+model = probes.make("utils.toy_models.PrefixSumLM", 3, dtype=torch.float64, state_dict={"table": W})
+prompt = torch.cat([torch.tensor([0]), torch.ones(2099, dtype=torch.long)])
+checks.assert_equal(generate(model, prompt, 2, 0, torch.Generator().manual_seed(0))[-2:].tolist(), [2, 2],
+                    name="greedy generate with a 2100-token prompt whose first token decides the prediction",
+                    hint="Never crop the sequence (not to 256, not to 1024 tokens): the contract feeds all of it.")
 
 # Greedy ties go to the lowest id.
 W = torch.tensor([[1.0, 3.0, 3.0, 0.0]] * 4)
@@ -2247,6 +2284,15 @@ for a in range(3):
     checks.assert_close(freq, expected_P[a], atol=5 * math.sqrt(0.25 / n_a),
                         name=f"T = 1.5 chain: frequencies of the token after {a} (tolerance: 5 standard deviations)",
                         hint="Sample from softmax(logits / T) of the logits at the last position.")
+
+# A small positive temperature still samples: logits (0, 0.005) at T = 0.01 give probabilities softmax(0, 0.5).
+W = torch.tensor([[0.0, 0.005]] * 2)
+model = probes.make("torch.nn.Embedding", 2, 2, state_dict={"weight": W})
+out = generate(model, torch.tensor([0]), 600, 0.01, torch.Generator().manual_seed(6))
+p_one = torch.softmax(torch.tensor([0.0, 0.5], dtype=torch.float64), dim=0)[1].item()
+checks.assert_close(float((out[1:] == 1).double().mean()), p_one, atol=5 * math.sqrt(0.25 / 600),
+                    name="frequency of token 1 sampled at T = 0.01 from logits (0, 0.005) (tolerance: 5 standard deviations)",
+                    hint="Only temperature 0 means greedy; any T > 0 samples from softmax(logits / T).")
 
 # Different seeds give different texts; the same seed the same text.
 W = torch.zeros(5, 5)

@@ -534,6 +534,9 @@ for text, expected, hint in [
     ("x ٣٤ ３", ["x", " ٣٤", " ３"], "digits are Unicode decimal digits too, not only 0-9."),
     ("Ⅻ½x ²³", ["Ⅻ½", "x", " ²³"], "numbers are Unicode category N: Nd digits, Nl (Ⅻ) and No (², ½), not letters."),
     ("2½! Ⅻ.", ["2½", "!", " Ⅻ", "."], "½ (No) and Ⅻ (Nl) are numbers like 2, not symbols: they do not join the '!' after them."),
+    ("第五章 Ⅻ五", ["第五章", " Ⅻ", "五"],
+     "五 is a letter (category Lo) although str.isnumeric() gives True for it: classify by the category, letters first."),
+    ("五万円 3万", ["五万円", " 3", "万"], "五 and 万 are letters (Lo), 3 a number (Nd): the category decides, not a numeric value."),
     ("a\x1cb \x1d\x1e\x1f", ["a", "\x1c", "b", " \x1d\x1e\x1f"],
      "U+001C..U+001F are not whitespace for GPT-2 (not Unicode White_Space, though re's \\s matches them): they are symbols."),
     ("a\x1c\n b", ["a", "\x1c", "\n", " b"], "U+001C is a symbol; the newline before ' b' is whitespace of its own."),
@@ -723,6 +726,10 @@ checks.assert_equal(_counts({(300, 300, 300, 300): 2, (300, 999): 5}), {(300, 30
 checks.assert_equal(_counts({}), {}, name="count_pairs({})")
 checks.assert_equal(_counts({(4, 4): 1000000}), {(4, 4): 1000000}, name="count_pairs({(4, 4): 1000000})",
                     hint="counts are exact Python ints.")
+# Beyond 2**53 a float (or a float64 array) no longer holds every integer: only Python ints stay exact.
+checks.assert_equal(_counts({(4, 4, 4): 2**60 + 1, (5, 4): 3}), {(4, 4): 2**61 + 2, (5, 4): 3},
+                    name="count_pairs({(4, 4, 4): 2**60 + 1, (5, 4): 3})",
+                    hint="add the counts as Python ints; float(2**60 + 1) is 2**60.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c15"
@@ -1980,6 +1987,10 @@ checks.assert_equal(_encoded(" naïve 東京", [(195, 175), (32, 110), (257, 97)
 checks.assert_equal(_encoded("Cafe\u0301 \u212b", [(195, 169)]), [67, 97, 102, 101, 204, 129, 32, 226, 132, 171],
                     name="encode('Cafe\\u0301 \\u212b', [C3+A9])", hint="no Unicode normalization: the text's own bytes.")
 checks.assert_equal(_encoded("\ufeff\ufeffx", []), [239, 187, 191, 239, 187, 191, 120], name="encode('\\ufeff\\ufeffx', [])")
+# The same word with two different merge lists of the same length, in turn: each call uses its own merges.
+checks.assert_equal(_encoded("abc abc", [(97, 98)]), [256, 99, 32, 256, 99], name="encode('abc abc', [a+b])")
+checks.assert_equal(_encoded("abc abc", [(98, 99)]), [97, 256, 32, 97, 256], name="encode('abc abc', [b+c]) after encode(..., [a+b])",
+                    hint="the result depends on the merges of this call: a cache kept between calls must be keyed by them.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c43"
@@ -2441,6 +2452,9 @@ checks.assert_equal(_encoded("ab cé [SEP]", specials={}), [258, 257, 256, 32, 9
                     name="encode_with_specials('ab cé [SEP]', merges, {})", hint="with no special tokens it is just encode().")
 checks.assert_equal(_encoded("", specials={}), [], name="encode_with_specials('', merges, {})")
 checks.assert_equal(_encoded("[SEP]"), [9001], name="encode_with_specials('[SEP]')")
+# Literal means case too: '<S>' and '[sep]' are ordinary text when the specials are '<s>' and '[SEP]'.
+checks.assert_equal(_encoded("<S>[sep]<s>"), [60, 83, 62, 91, 115, 101, 112, 93, 17], name="encode_with_specials('<S>[sep]<s>')",
+                    hint="match the special strings exactly (no re.IGNORECASE): only '<s>' is special here.")
 # The arguments are left as they were.
 merges, specials = list(MERGES), dict(SPECIALS)
 call = probes.traced_call(encode_with_specials, "ab<s>cé", merges, specials)
@@ -2664,6 +2678,9 @@ from utils import checks
 ids = torch.tensor([0, 9, 9, 0])
 checks.assert_close(one_hot(ids, 10), F.one_hot(ids, 10).float(), name="one_hot(tensor([0, 9, 9, 0]), 10)")
 checks.assert_tensor(one_hot(torch.zeros(0, dtype=torch.long), 6), name="one_hot(empty, 6)", shape=(0, 6), dtype=torch.float32)
+for shape in [(2, 0), (0, 3)]:
+    checks.assert_tensor(one_hot(torch.zeros(shape, dtype=torch.long), 6), name=f"one_hot(empty ids of shape {shape}, 6)",
+                         shape=(*shape, 6), dtype=torch.float32, hint="the shape is (..., vocab_size) for empty ids too.")
 checks.assert_tensor(one_hot(torch.tensor(3), 6), name="one_hot(tensor(3), 6)", shape=(6,), dtype=torch.float32,
                      hint="a 0-d id gives one vector.")
 ### END HIDDEN TESTS

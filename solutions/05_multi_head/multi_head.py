@@ -402,6 +402,12 @@ result = probes.gradients(split_heads, x, 2, grad_output=grad_out)
 checks.assert_tensor(result["inputs"][0], name="gradient of split_heads", shape=(2, 4, 6), dtype=torch.float64,
                      hint="Use torch operations only, so that gradients flow.")
 checks.assert_close(result["inputs"][0], merge_reference(grad_out), atol=1e-12, name="gradient of split_heads")
+y = torch.randn(2, 3, 4, 2, generator=g, dtype=torch.float64).requires_grad_()
+grad_out = torch.randn(2, 4, 6, generator=g, dtype=torch.float64)
+result = probes.gradients(merge_heads, y, grad_output=grad_out)
+checks.assert_true(result["inputs"][0] is not None, name="gradient of merge_heads",
+                   problem="no gradient reached the heads.", hint="Use torch operations only (no .detach(), no NumPy).")
+checks.assert_close(result["inputs"][0], split_reference(grad_out, 3), atol=1e-12, name="gradient of merge_heads")
 
 print("split_heads / merge_heads: hidden tests (behaviour) passed")
 ### END HIDDEN TESTS
@@ -717,11 +723,11 @@ W, b = random_weights(8, True, torch.float32)
 m.load_state_dict(state_dict(W, b, fused), strict=False)
 
 # One module, several lengths in turn (a mask kept from an earlier call shows here), causal and not.
-for B, T in [(2, 3), (1, 9), (3, 2), (2, 6), (1, 9)]:
+for B, T in [(2, 3), (1, 9), (3, 2), (2, 6), (1, 40), (1, 9)]:
     for causal in (True, False):
         x = torch.randn(B, T, 8, generator=g)
         checks.assert_close(m(x, causal=causal), loop_reference(x, W, b, 2, causal), atol=1e-5, rtol=1e-4,
-                            name=f"the same MultiHeadAttention(8, 2) on x {(B, T, 8)}, causal={causal} (lengths 3, 9, 2, 6, 9 in turn)",
+                            name=f"the same MultiHeadAttention(8, 2) on x {(B, T, 8)}, causal={causal} (lengths 3, 9, 2, 6, 40, 9 in turn)",
                             hint="Build the causal mask for the current length T at every call (or slice a mask made for the largest length).")
 
 # The future does not leak under causal=True: changing the last token leaves earlier outputs unchanged.

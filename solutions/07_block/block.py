@@ -768,7 +768,7 @@ checks.assert_close(result["inputs"][0], xr.grad, atol=1e-9, rtol=1e-7, name="gr
 
 traced = probes.traced_call(ffn, x)
 checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="FeedForward's input after the call", hint="Do not modify x in place.")
-for bad in ("GELU", "tanh", ""):
+for bad in ("GELU", "tanh", "", None):
     checks.assert_raises(ValueError, FeedForward, 4, 8, bad, name=f"FeedForward(4, 8, {bad!r})",
                          hint="Only 'relu' and 'gelu' (lower case) are accepted.")
 print("FeedForward: hidden tests (edge cases) passed")
@@ -1144,7 +1144,7 @@ block = PreLNBlock(12, 3, 24)
 block.load_state_dict(sd)
 # Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
 # first, then a longer one), causal and not.
-check_calls_in_turn(block, ref, [(3, True), (7, True), (2, False), (5, True), (1, True), (6, False)], "training",
+check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (2, False), (5, True), (1, True), (6, False)], "training",
                     "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
@@ -1483,7 +1483,7 @@ block = PostLNBlock(12, 3, 24)
 block.load_state_dict(sd)
 # Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
 # first, then a longer one), causal and not.
-check_calls_in_turn(block, ref, [(3, True), (7, True), (2, False), (5, True), (1, True), (6, False)], "training",
+check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (2, False), (5, True), (1, True), (6, False)], "training",
                     "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
