@@ -91,20 +91,24 @@ SHARED_SCOPES = {"tests/grader/test_shards.py": SMALL_CLASS_SCOPE, "tests/grader
 # this checkout's last runs that ran them (pytest's cache, key TEST_SECONDS: kept per test, so a run of a
 # few tests, or of the quick subset, leaves the figures of the others as they were; kept per scope, one
 # `-m "not slow"` run put notebook 09's 400-second scope at 0 s, last in the queue). In a fresh clone:
-# these (a quiet machine, two workers) and each notebook's CPU budget for its scopes. Handed out in the
+# these (a quiet machine, two workers; measured from a run at load 4-6 on 0e5af09, scaled by 3/4) and each
+# notebook's CPU budget for the scopes not named. Handed out in the
 # order collected, notebook 09's runs came last and one worker idled for minutes.
 TEST_SECONDS = "course/test_seconds"
 MEASURED_SCOPE_SECONDS = {
-    "tests/course/test_your_parts.py": 420,     # notebook 09 with the student's parts, and its GPU configuration
-    "tests/grader/test_class_report.py": 180,
-    "tests/grader/test_hostile_submissions.py": 165,
-    SMALL_CLASS_SCOPE: 170,
+    "tests/course/test_your_parts.py": 240,     # notebook 09 with the student's parts, and its GPU configuration
+    "notebook run[09_your_gpt]": 190,           # the notebook runs over its budget's worth: judged with mutants too
+    SMALL_CLASS_SCOPE: 160,
+    "notebook run[12_encoder_decoder]": 140,
+    "tests/grader/test_hostile_submissions.py": 130,
     "tests/course/test_selfgrade.py": 95,
-    "tests/grader/test_grading_statuses.py": 75,
-    "tests/course/test_busy_machine.py": 65,
-    "tests/grader/test_sandbox_confinement.py": 60,
-    "tests/grader/test_grading_environments.py": 55,
-    "tests/grader/test_host_memory.py": 50,
+    "notebook run[02_tokenization]": 90,        # with the simulated Colab's build, on whichever worker runs it first
+    "tests/course/test_busy_machine.py": 85,
+    "tests/grader/test_class_report.py": 70,
+    "tests/grader/test_grading_statuses.py": 60,
+    "tests/grader/test_grading_environments.py": 50,
+    "tests/grader/test_host_memory.py": 35,
+    "tests/grader/test_sandbox_confinement.py": 25,
 }
 
 
