@@ -26,6 +26,12 @@ CASES = {
     "sys_exit": ("import sys, torch\ndef double(x):\n    return 2 * x\nsys.exit(0)", 3, "ok"),
     "misnamed": (None, 3, "ok"),
 }
+# Right or wrong by chance: only seeding makes the score repeatable (test_grading_is_deterministic).
+COIN = ("import random, numpy as np, torch\n"
+        "def double(x):\n"
+        "    heads = torch.rand(1).item() + np.random.rand() + random.random() > 1.5\n"
+        "    return 2 * x if heads else 3 * x\n")
+COIN_STUDENTS = ("coin_a", "coin_b")
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +49,17 @@ def graded(tmp_path_factory):
     (subs / "no_notebook" / "01_fixture").mkdir(parents=True)
     (subs / "no_notebook" / "01_fixture" / "notes.txt").write_text("I forgot to upload it", encoding="utf-8")
     submissions.write(answer(assignment, root), subs / "wrong_folder" / "99_nothing" / "fixture.ipynb")
+    for student in COIN_STUDENTS:             # test_grading_is_deterministic grades one of them again
+        submissions.write(answer(assignment, root, COIN), subs / student / "01_fixture" / "fixture.ipynb")
     out = root / "out"
     rows = grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
                  limits=Limits(cell_timeout_s=15, notebook_timeout_s=120, sandbox=TEST_SANDBOX))
-    return {r.student_id: r for r in rows}, out
+    return {r.student_id: r for r in rows}, out, root
 
 
 @pytest.mark.parametrize("student", sorted(CASES))
 def test_score_and_status(graded, student):
-    rows, _ = graded
+    rows, _, _ = graded
     _, score, status = CASES[student]
     row = rows[student]
     assert (row.score, row.status) == (score, status), f"{student}: got {row.score} with status {row.status!r} ({row.detail})"
@@ -60,12 +68,12 @@ def test_score_and_status(graded, student):
 @pytest.mark.parametrize("student,status", [("invalid_json", "invalid notebook"), ("empty_file", "invalid notebook"),
                                             ("no_notebook", "missing notebook")])
 def test_unreadable_submissions_score_zero_with_a_reason(graded, student, status):
-    rows, _ = graded
+    rows, _, _ = graded
     assert (rows[student].score, rows[student].max_score, rows[student].status) == (0, 3, status)
 
 
 def test_unknown_assignment_is_reported_not_graded(graded):
-    rows, _ = graded
+    rows, _, _ = graded
     assert rows["wrong_folder"].status == "unknown assignment" and rows["wrong_folder"].score is None
     assert "it holds fixture.ipynb: expected wrong_folder/01_fixture/fixture.ipynb" in rows["wrong_folder"].detail
 
@@ -74,13 +82,13 @@ def test_unknown_assignment_is_reported_not_graded(graded):
                                            ("empty_file", "could not be read as a notebook"),
                                            ("no_notebook", "No notebook was found in your submission")])
 def test_unreadable_submissions_get_a_short_feedback_page(graded, student, words):
-    _, out = graded
+    _, out, _ = graded
     page = (out / "feedback" / student / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert words in page and "Content-Security-Policy" in page and "Score: 0." in page, page
 
 
 def test_csv_has_one_row_per_submission(graded):
-    rows, out = graded
+    rows, out, _ = graded
     with open(out / "grades.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
     assert [r["student_id"] for r in table] == sorted(rows)
@@ -88,28 +96,19 @@ def test_csv_has_one_row_per_submission(graded):
 
 
 def test_feedback_hides_hidden_test_source(graded):
-    _, out = graded
+    _, out, _ = graded
     html = (out / "feedback" / "wrong" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "arange(6.0)" not in html and "BEGIN HIDDEN TESTS" not in html
     assert "test_double_hidden" in html and "failed" in html
 
 
-def test_grading_is_deterministic(tmp_path):
-    """The same submissions graded twice, from scratch, get the same scores (everything is seeded)."""
-    root = tmp_path / "course"
-    root.mkdir()
-    assignment = make_course(root)
-    subs = root / "submitted"
-    coin = ("import random, numpy as np, torch\n"
-            "def double(x):\n"
-            "    # right or wrong by chance: only seeding makes the score repeatable\n"
-            "    heads = torch.rand(1).item() + np.random.rand() + random.random() > 1.5\n"
-            "    return 2 * x if heads else 3 * x\n")
-    for student in ("coin_a", "coin_b"):
-        submissions.write(answer(assignment, root, coin), subs / student / "01_fixture" / "fixture.ipynb")
-    limits = Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX)
-    runs = [[(r.student_id, r.score, r.status) for r in grade(subs, tmp_path / f"out{i}", workers=2, progress=False,
-                                                              solutions_dir=root / "solutions", limits=limits)]
-            for i in range(2)]
-    assert runs[0] == runs[1]
-    assert runs[0][0][1:] == runs[0][1][1:], "two identical submissions must score the same"
+def test_grading_is_deterministic(graded, tmp_path):
+    """Submissions graded again, from scratch, get the scores they got in the class's batch, and two copies of one
+    submission get the same score (everything is seeded)."""
+    rows, _, root = graded
+    again = grade(root / "submitted", tmp_path / "out", workers=2, progress=False, solutions_dir=root / "solutions",
+                  students=set(COIN_STUDENTS), limits=Limits(cell_timeout_s=15, notebook_timeout_s=120, sandbox=TEST_SANDBOX))
+    regraded = {r.student_id: (r.score, r.status) for r in again if r.student_id in COIN_STUDENTS}
+    first, second = ((rows[student].score, rows[student].status) for student in COIN_STUDENTS)
+    assert regraded == dict(zip(COIN_STUDENTS, (first, second))) and first[0] is not None and first[1] == "ok", regraded
+    assert first == second, "two identical submissions must score the same"
