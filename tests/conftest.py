@@ -84,7 +84,9 @@ NOTEBOOK_RUN_MODULES = frozenset({"tests/course/test_solutions_and_mutants.py", 
 # Tests that share a fixture made once go out as one unit, so that one worker makes it once: modules that
 # share a session-scoped fixture.
 SMALL_CLASS_SCOPE = "tests/grader/test_shards.py+test_slurm.py"   # `small_class` (tests/conftest.py)
-SHARED_SCOPES = {"tests/grader/test_shards.py": SMALL_CLASS_SCOPE, "tests/grader/test_slurm.py": SMALL_CLASS_SCOPE}
+PIPELINE_SCOPE = "tests/course/test_autograde_pipeline.py"            # one batch of every notebook, its tests per notebook
+SHARED_SCOPES = {"tests/grader/test_shards.py": SMALL_CLASS_SCOPE, "tests/grader/test_slurm.py": SMALL_CLASS_SCOPE,
+                 PIPELINE_SCOPE: PIPELINE_SCOPE}
 
 
 # Longest first: a scope's wall seconds are the sum of its tests' seconds (set-up, call and tear-down) in
@@ -101,6 +103,7 @@ MEASURED_SCOPE_SECONDS = {
     SMALL_CLASS_SCOPE: 160,
     "notebook run[12_encoder_decoder]": 140,
     "tests/grader/test_hostile_submissions.py": 130,
+    PIPELINE_SCOPE: 110,
     "tests/course/test_selfgrade.py": 95,
     "notebook run[02_tokenization]": 90,        # with the simulated Colab's build, on whichever worker runs it first
     "tests/course/test_busy_machine.py": 85,
