@@ -27,14 +27,10 @@ MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs a
 def start_judge(spec: RunnerSpec | None = None, server: ForkServer | None = None) -> subprocess.Popen | ForkedJudge:
     """A judge process waiting for its job; with ``spec``, one that starts its runner now (``--ahead``);
     forked by ``server`` when there is one and it answers, else a process of its own."""
-    if server is not None:
-        try:
-            return server.start(spec.to_line() if spec is not None else b"")
-        except OSError:
-            pass
-    process = subprocess.Popen([sys.executable, "-m", "autograder.judge"] + (["--ahead"] if spec else []),
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               start_new_session=True, env=with_course_on_path(dict(os.environ)))
+    process = _forked(server, ahead=spec is not None) or subprocess.Popen(
+        [sys.executable, "-m", "autograder.judge"] + (["--ahead"] if spec else []),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        start_new_session=True, env=with_course_on_path(dict(os.environ)))
     if spec is not None:
         try:
             process.stdin.write(spec.to_line())   # one short line: the pipe takes it without blocking
@@ -43,6 +39,15 @@ def start_judge(spec: RunnerSpec | None = None, server: ForkServer | None = None
             pass   # the judge is gone already; run_judge will read no result and say so
     return process
 
+
+
+def _forked(server: ForkServer | None, ahead: bool) -> ForkedJudge | None:
+    if server is None:
+        return None
+    try:
+        return server.start(ahead)
+    except OSError:
+        return None     # the server is gone: a process of its own
 
 
 def run_judge(job: JudgeJob, limits: Limits, judge: subprocess.Popen | None = None) -> JudgeResult:

@@ -72,13 +72,13 @@ class ForkServer:
         finally:
             theirs.close()
 
-    def start(self, first_line: bytes = b"") -> ForkedJudge:
-        """A judge forked now, ``first_line`` already on its input (the runner spec of a judge started ahead)."""
+    def start(self, ahead: bool = False) -> ForkedJudge:
+        """A judge forked now; ``ahead``: one that reads a runner spec line first (``--ahead``)."""
         judge_in, to_judge = os.pipe()
         from_judge, judge_out = os.pipe()
         try:
             with self._lock:
-                socket.send_fds(self._socket, [b"A" if first_line else b"J"], [judge_in, judge_out])
+                socket.send_fds(self._socket, [b"A" if ahead else b"J"], [judge_in, judge_out])
                 pid = int(self._read_line())
             pidfd = os.pidfd_open(pid)
         except (OSError, ValueError) as error:
@@ -88,14 +88,7 @@ class ForkServer:
         finally:
             os.close(judge_in)
             os.close(judge_out)
-        judge = ForkedJudge(pid, pidfd, os.fdopen(to_judge, "wb"), os.fdopen(from_judge, "rb"))
-        if first_line:
-            try:
-                judge.stdin.write(first_line)   # one short line: the pipe takes it without blocking
-                judge.stdin.flush()
-            except OSError:
-                pass   # the judge is gone already; run_judge will read no result and say so
-        return judge
+        return ForkedJudge(pid, pidfd, os.fdopen(to_judge, "wb"), os.fdopen(from_judge, "rb"))
 
     def _read_line(self) -> bytes:
         reply = b""
