@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   course:
-#     cpu_budget_seconds: 150
+#     cpu_budget_seconds: 180
 #   jupytext:
 #     cell_metadata_filter: all
 #     notebook_metadata_filter: kernelspec,language_info,course,-jupytext.text_representation
