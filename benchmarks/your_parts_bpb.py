@@ -5,7 +5,7 @@
 Each argument is LABEL=FOLDER, where FOLDER holds saved notebooks laid out as the course is
 (``02_tokenization/tokenization.ipynb``, ``05_multi_head/multi_head.ipynb``, ``06_positions/positions.ipynb``,
 ``07_block/block.ipynb``): the course's ``solutions``, a class's held-out implementations, one student's
-folder. For each, notebook 09's solution runs (as ``tests/course/test_your_parts.py`` runs it) in a
+folder. For each, notebook 09's solution runs in a
 course-shaped temporary folder with those notebooks beside it as "the student's", PyTorch on one thread.
 The table gives the "your parts" line's verdict, the validation bits per byte of the student's model on
 characters, the gap between its mean training loss and the PyTorch-parts control's over the control's last 20

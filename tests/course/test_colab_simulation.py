@@ -1,10 +1,11 @@
-"""A student opens one notebook alone from its Colab badge: does it run to the end?
+"""A student opens one notebook from its Colab badge, or on a fresh machine: does it run to the end?
 
-Each student notebook, with the solutions filled in, runs alone in an empty folder on a simulated Colab
+Each student notebook, with the solutions filled in, runs in a folder of its own on a simulated Colab
 (tests/simulated_colab.py: only what Colab preinstalls, pip offline on a folder of wheels, the course
 installed from its wheel): the suite's one full run of it (``notebook_run``, tests/conftest.py). Its
-set-up cell must install the helpers and the extras, every cell must run, and it must print what a
-notebook run alone prints.
+set-up cell must install the helpers and the extras, every cell must run, and it must print what such a
+run prints. Every notebook runs alone but 09, which has the student's earlier notebooks beside it, as in
+their course folder (``NOTEBOOKS_BESIDE``): it trains their parts.
 """
 
 from __future__ import annotations
@@ -13,25 +14,45 @@ import re
 
 import pytest
 
+from autograder import selfgrade
 from autograder.course import conventions, setup_cell
+from conftest import PARTS_OF_09
 from simulated_colab import errors, execute, text
 
 pytestmark = pytest.mark.slow
 
-# What a notebook run alone must print. Notebook 09 alone finds none of the student's earlier notebooks: every
-# part falls back to PyTorch's, and the CPU configuration must still beat the counted trigram (this run is the
-# suite's only CPU-configuration run of 09 with every part fallen back whose output is read; see
-# test_your_parts.py, which runs 09 beside the student's notebooks).
+# What a notebook run on its own must print. Notebook 12 alone: its parts from 05 and 07 are not there, so both
+# fall back, saying so, and it still trains.
 PRINTED_ALONE = {
-    "09_your_gpt": ("your parts: yours: none, and this notebook's GPT, AdamW, clipping and train_step | fell back: ",
-                    "bits per byte; counted trigram", "-> beats it by",
-                    "(the same run: every model part fell back)"),
-    # Notebook 12 alone: its parts from 05 and 07 are not there, so both fall back, saying so, and it still trains.
     "12_encoder_decoder": ("your parts: yours: none | fell back: LayerNorm (07) (no file ../07_block/block.ipynb",
                            "decoder self-attention (05) (no file ../05_multi_head/multi_head.ipynb",
                            # issue 32's bar: >= 95% exact match on held-out sources longer than any in training
                            re.compile(r"longer than any in training, 9-12: (9[5-9]\.\d|100\.0)%")),
 }
+
+
+def _trains_the_students_parts_and_beats_the_trigram(printed: str) -> None:
+    """Notebook 09 with the student's notebooks beside it (``NOTEBOOKS_BESIDE``): every part is theirs, the
+    model built from them gives the control's logits on the same weights, the control (PyTorch's parts)
+    trains the first sixth of the run from the same start to the same first loss and, over its last 20
+    steps, the same mean loss (single steps part by rounding), and the run beats the counted trigram."""
+    lines = [line for line in printed.splitlines() if line.startswith("your parts: yours:")]
+    assert lines, printed[-3000:]
+    yours, _, fallen = lines[0].partition(" | fell back: ")
+    assert all(part in yours for part in PARTS_OF_09) and fallen == "none", lines[0]
+    assert re.search(r"= (\d+\.\d+) bits per byte; counted trigram (\d+\.\d+) -> beats it by", printed), printed[-3000:]
+    equal = re.search(r"logits of the control and of your parts, same weights: (\S+)", printed)
+    assert equal and float(equal.group(1)) < 1e-4, printed[-3000:]
+    control = re.search(r"control \(PyTorch's parts\), its first (\d+) steps on the same batches: first loss (\S+), "
+                        r"yours (\S+); mean of steps \d+-\d+ (\S+) nats, yours (\S+);", printed)
+    assert control and int(control.group(1)) == 900 // 6, printed[-3000:]
+    first, your_first, mean, your_mean = (float(control.group(i)) for i in range(2, 6))
+    assert abs(first - your_first) < 1e-4 and abs(mean - your_mean) < 0.05, control.group(0)
+    assert "the same run" not in printed
+
+
+# What else a notebook's run must show, read from what it printed.
+PRINTED_CHECKS = {"09_your_gpt": _trains_the_students_parts_and_beats_the_trigram}
 
 
 def test_student_notebook_runs_alone_on_simulated_colab(assignment, notebook_run, colab):
@@ -47,6 +68,14 @@ def test_student_notebook_runs_alone_on_simulated_colab(assignment, notebook_run
     for expected in PRINTED_ALONE.get(assignment.name, ()):    # a string it contains, or a pattern it matches
         found = expected.search(printed) if isinstance(expected, re.Pattern) else expected in printed
         assert found, f"{assignment.name} alone on simulated Colab did not print {expected!r}:\n{printed[-3000:]}"
+    if assignment.name in PRINTED_CHECKS:
+        PRINTED_CHECKS[assignment.name](printed)
+    # Its last cell, self-grading, grades the answers the kernel holds, the solutions: full marks, as the grader
+    # gives them (test_autograde_pipeline.py).
+    (grading,) = [c for c in nb.cells if c.cell_type == "code" and selfgrade.is_self_grading_cell(c)]
+    total = re.search(r"Total: ([0-9.]+) / ([0-9.]+) points", text(grading))
+    assert total and float(total.group(1)) == float(total.group(2)) > 0, (
+        f"{assignment.name}: self-grading the solutions on simulated Colab did not give full marks:\n{text(grading)[-3000:]}")
 
 
 def test_setup_cell_explains_a_failed_install_in_one_line(colab, tmp_path):

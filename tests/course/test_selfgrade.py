@@ -2,7 +2,10 @@
 
 A student runs the whole notebook in their own kernel, then the self-grading cell; the grader runs
 the same notebook through the sandbox and the judge. Both use the same tests and the same judge, so
-the points must agree, for a correct, a partly wrong and an untouched notebook.
+the points must agree, for a correct, a partly wrong and an untouched notebook 01, graded in the nbgrader
+pipeline's batch (``pipeline`` in tests/conftest.py). A kernel that holds the correct answers is every
+notebook's run on the simulated Colab, whose self-grading cell must give full marks
+(test_colab_simulation.py), as the grader gives the solutions (test_autograde_pipeline.py).
 """
 
 from __future__ import annotations
@@ -16,13 +19,9 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder import selfgrade
-from autograder.course import conventions, mutant_edits, submissions
+from autograder.course import conventions, submissions
 from autograder.course.build import build
-from autograder.batch.grading import grade
-from autograder.sandbox.limits import Limits
-from autograder.sandbox.bubblewrap import bwrap_available
-from conftest import WALL_CELL_TIMEOUT_S, WALL_NOTEBOOK_TIMEOUT_S
-from autograder.course.solution_source import load_solution
+from conftest import PARTIAL_STUDENT, WALL_CELL_TIMEOUT_S, partly_wrong
 
 pytestmark = pytest.mark.slow
 
@@ -30,11 +29,9 @@ FIRST = conventions.assignments()[0]
 
 
 def _samples(assignment):
-    mutants = mutant_edits.assignment_mutants(assignment, load_solution(assignment))
-    mistakes = {exercise: group[0].code for index, (exercise, group) in enumerate(sorted(mutants.items()))
-                if index % 2 == 0}
+    """The three of notebook 01 that the pipeline's batch grades, by its student names."""
     untouched = conventions.read_notebook(assignment.release_path)
-    return {"correct": submissions.filled_in(assignment), "partial": submissions.filled_in(assignment, mistakes),
+    return {"solution": submissions.filled_in(assignment), PARTIAL_STUDENT: partly_wrong(assignment),
             "untouched": untouched}
 
 
@@ -77,20 +74,16 @@ def _total(text: str) -> float:
     return float(match.group(1))
 
 
-def test_self_grading_gives_the_graders_points(tmp_path, monkeypatch):
-    samples = _samples(FIRST)
-    subs = tmp_path / "submitted"
-    for student, nb in samples.items():
-        submissions.write(nb, subs / student / FIRST.name / FIRST.source_path.name)
-    limits = Limits(cell_timeout_s=WALL_CELL_TIMEOUT_S, notebook_timeout_s=WALL_NOTEBOOK_TIMEOUT_S,
-                    sandbox="auto" if bwrap_available() else "none")
-    graded = {r.student_id: r for r in grade(subs, tmp_path / "out", workers=2, progress=False, limits=limits)}
-    for student, nb in samples.items():
-        folder = tmp_path / "kernel" / student
-        folder.mkdir(parents=True)
-        mine = _self_grade(nb, folder)
-        assert mine == graded[student].score, (
-            f"{student}: self-grading gave {mine}, the grader {graded[student].score} ({graded[student].detail})")
+def test_self_grading_gives_the_graders_points(tmp_path, monkeypatch, pipeline):
+    rows, _ = pipeline
+    graded = {student: rows[(student, FIRST.name)] for student in _samples(FIRST)}
+    for student, nb in _samples(FIRST).items():
+        if student != "solution":   # the solution's kernel run is the simulated Colab's (full marks, every notebook)
+            folder = tmp_path / "kernel" / student
+            folder.mkdir(parents=True)
+            mine = _self_grade(nb, folder)
+            assert mine == graded[student].score, (
+                f"{student}: self-grading gave {mine}, the grader {graded[student].score} ({graded[student].detail})")
         saved_folder = tmp_path / "saved" / student
         saved_folder.mkdir(parents=True)
         text = _self_grade_saved(nb, saved_folder, monkeypatch)
@@ -98,7 +91,7 @@ def test_self_grading_gives_the_graders_points(tmp_path, monkeypatch):
         assert _total(text) == graded[student].score, (
             f"{student}: self-grading the saved notebook, no cell run, gave {_total(text)}, the grader "
             f"{graded[student].score}:\n{text}")
-    assert graded["correct"].score == graded["correct"].max_score > graded["partial"].score > graded["untouched"].score == 0
+    assert graded["solution"].score == graded["solution"].max_score > graded[PARTIAL_STUDENT].score > graded["untouched"].score == 0
 
 
 def test_self_grading_warns_of_answers_run_but_not_saved(tmp_path, monkeypatch):
