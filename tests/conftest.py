@@ -247,14 +247,16 @@ class NotebookRun:
 
 _NOTEBOOK_RUNS: dict[str, NotebookRun] = {}
 
-# Notebook 09 trains the parts the student built earlier, read from their notebooks beside it in the course
-# folder (utils/your_parts.py): its one full run has them there, the student versions with the solutions
-# filled in, as a student's course folder has them. It then runs what a student who did the course runs
-# (every part theirs, beside it the control from PyTorch's parts for the first sixth of the run), within
-# the notebook's CPU budget; alone, every part falls back to PyTorch's (the control's parts), which
-# tests/course/test_your_parts.py checks part by part in the GPU configuration (issue 35: one CPU-configuration
-# run of 09 costs two CPU minutes, and the suite makes one).
-NOTEBOOKS_BESIDE = {"09_your_gpt": ("02_tokenization", "05_multi_head", "06_positions", "07_block")}
+# Notebooks 09 and 12 train the parts the student built earlier, read from their notebooks beside them in the
+# course folder (utils/your_parts.py): their one full run has them there, the student versions with the
+# solutions filled in, as a student's course folder has them. They then run what a student who did the course
+# runs (09: every part theirs, beside it the control from PyTorch's parts for the first sixth of the run),
+# within the notebook's CPU budget. Alone, every part falls back to PyTorch's (09: the control's parts), which
+# tests/course/test_your_parts.py checks part by part in 09's GPU configuration, and
+# test_your_parts_encoder_decoder.py for 12 (issue 35: one CPU-configuration run of 09 costs two CPU minutes,
+# and the suite makes one).
+NOTEBOOKS_BESIDE = {"09_your_gpt": ("02_tokenization", "05_multi_head", "06_positions", "07_block"),
+                    "12_encoder_decoder": ("05_multi_head", "07_block")}
 # What notebook 09 names each of those parts in its "your parts" line.
 PARTS_OF_09 = ("LayerNorm (07)", "feed-forward (07)", "block (07)", "attention (05)", "RoPE (06)", "BPE tokenizer (02)")
 
