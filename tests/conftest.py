@@ -84,8 +84,8 @@ NOTEBOOK_RUN_MODULES = frozenset({"tests/course/test_solutions_and_mutants.py", 
                                   "tests/course/test_visible_agrees_with_grade.py"})
 
 
-# The notebook whose one run (the simulated Colab's, then the judge's with the mutants) goes beside one busy
-# loop per core at the suite's priority: the machine is busy, and every cell must still pass, every mutant
+# The notebook whose one run (the simulated Colab's, then the judge's with the mutants) goes beside busy loops
+# at the suite's priority (``busy_loop_count``): the machine is busy, and every cell must still pass, every mutant
 # still be caught, and the CPU time stay within the budget (tests/course/test_busy_machine.py). Notebook 08
 # failed a cell under load (issue 35); its training cells are the longest after 09's.
 LOADED_NOTEBOOK = "08_train_gpt"
@@ -275,7 +275,7 @@ def run_of(assignment, colab, tmp_path_factory) -> NotebookRun:
         submissions.write(nb, folder / assignment.release_path.name)
         _write_notebooks_beside(assignment, folder)
         loaded = assignment.name == LOADED_NOTEBOOK
-        with busy_loops((os.cpu_count() or 2) if loaded else 0) as loops:
+        with busy_loops(busy_loop_count() if loaded else 0) as loops:
             alone = run_alone(nb, folder, colab, wall_timeout_s=WALL_CELL_TIMEOUT_S, cell_cpu_limit_s=600)
             report = run_notebook(assignment, in_kernel=False)
             spun = [cpu_time.process_cpu_seconds(loop.pid) for loop in loops]
@@ -284,6 +284,14 @@ def run_of(assignment, colab, tmp_path_factory) -> NotebookRun:
         _SUMMARIES[assignment.name] = _summary(report, loaded)
         _NOTEBOOK_RUNS[assignment.name] = NotebookRun(report, alone, spun)
     return _NOTEBOOK_RUNS[assignment.name]
+
+
+def busy_loop_count() -> int:
+    """Enough busy loops that every core has a process besides the loaded notebook: one per core, less one
+    for each other pytest-xdist worker, which keeps a core busy with its own tests (on 2 cores and 2
+    workers, 1 loop: the loops' CPU time is the suite's loss, 70 CPU seconds for two)."""
+    other_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) - 1
+    return max(1, (os.cpu_count() or 2) - other_workers)
 
 
 def _write_notebooks_beside(assignment, folder: Path) -> None:
@@ -304,7 +312,7 @@ _SUMMARIES: dict[str, dict] = {}
 
 def _summary(report: NotebookReport, loaded: bool = False) -> dict:
     flag = "within budget" if report.seconds <= report.budget_seconds else "OVER BUDGET"
-    flag += ", beside a busy loop per core" if loaded else ""
+    flag += ", on a busy machine" if loaded else ""
     mutants = [f"    {'caught ' if m.caught else 'MISSED '} {m.name}: {m.description} "
                f"[{', '.join(m.failed_cells) or m.setup_error or 'no test failed'}]" for m in report.mutants]
     return {"time": f"{report.assignment:<24} {report.seconds:7.1f} s of {report.budget_seconds:5.0f} s budget  "
