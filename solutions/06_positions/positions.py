@@ -460,7 +460,7 @@ print("sinusoidal_encoding: hidden tests (behaviour) passed")
 import math
 
 import torch
-from utils import checks
+from utils import checks, probes
 
 
 def reference(T, d_model, base=10000.0, positions=None):
@@ -494,6 +494,16 @@ for kwargs in ({}, {"dtype": torch.float32}):
                          dtype=torch.float32, hint="dtype defaults to float32.")
 checks.assert_tensor(sinusoidal_encoding(0, 8, dtype=torch.float64), name="sinusoidal_encoding(0, 8, dtype=float64)",
                      shape=(0, 8), dtype=torch.float64)
+# A new tensor on every call, also for the same arguments: not one table kept per (T, d_model) and handed to every
+# caller (a caller that adds to its encodings in place would change every later caller's).
+calls = probes.repeated_calls(sinusoidal_encoding, (5, 8), (5, 8), (3, 8))
+checks.assert_true(not calls.same_object and not calls.shares_memory,
+                   name="sinusoidal_encoding(5, 8) twice, then (3, 8)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the tables of two calls share memory (slices of one kept table)") + ".",
+                   hint="Build the table afresh in every call; a table cached per size is shared by every caller.")
+for (T, d_model), pe in zip(((5, 8), (5, 8), (3, 8)), calls.results):
+    checks.assert_close(pe, reference(T, d_model).float(), atol=1e-5, name=f"sinusoidal_encoding({T}, {d_model}) (repeated calls)")
 print("sinusoidal_encoding: hidden tests (dtypes and edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -1083,6 +1093,21 @@ for shape, dtype, base in [((2, 3, 7, 16), torch.float32, 10000.0), ((5, 8), tor
     checks.assert_tensor(out, name=name, shape=shape, dtype=dtype, hint="Same shape and dtype as the input.")
     tol = 1e-5 if dtype == torch.float32 else 1e-10
     checks.assert_close(out, reference(x, base), atol=tol, rtol=tol, name=name,
+                        hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
+
+# Half precision too (the model of section 8 may run in bfloat16): the dtype kept, values at that precision.
+# torch.view_as_complex takes float16, float32 and float64 but not bfloat16: convert before viewing as complex.
+for shape, dtype in [((2, 3, 4, 8), torch.bfloat16), ((4, 6), torch.float16)]:
+    x = torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+    name = f"apply_rope on shape {shape}, {dtype}"
+    try:
+        out = apply_rope(x)
+    except RuntimeError as error:
+        checks.assert_true(False, name=name, problem=f"the call raised RuntimeError: {str(error).splitlines()[0][:200]}",
+                           hint="x may be any floating dtype: compute in float32 or float64 and convert the result "
+                                "back to x.dtype (torch.view_as_complex does not take bfloat16).")
+    checks.assert_tensor(out, name=name, shape=shape, dtype=dtype, hint="Same shape and dtype as the input.")
+    checks.assert_close(out.double(), reference(x.double()), atol=6e-2, rtol=2e-2, name=name,
                         hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
 
 # x need not be contiguous: queries as attention code hands them over, (batch, T, heads, d) transposed to
