@@ -774,7 +774,7 @@ print("offset_rotation: hidden tests (behaviour) passed")
 import math
 
 import torch
-from utils import checks
+from utils import checks, probes
 
 
 def pe(t, d_model, base=10000.0):
@@ -807,6 +807,14 @@ checks.assert_close(offset_rotation(0, 6, dtype=torch.float64), torch.eye(6, dty
 M = offset_rotation(4, 6)
 checks.assert_tensor(M, name="offset_rotation(4, 6)", shape=(6, 6), dtype=torch.float32, hint="dtype defaults to float32.")
 checks.assert_close(M.double(), reference(4, 6), atol=1e-6, name="offset_rotation(4, 6)")
+# A new tensor on every call, also for the same arguments: not one matrix kept per offset and handed to every caller.
+calls = probes.repeated_calls(offset_rotation, (3, 4), (3, 4), (-2, 4))
+checks.assert_true(not calls.same_object and not calls.shares_memory, name="offset_rotation(3, 4) twice, then (-2, 4)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the matrices of two calls share memory") + ".",
+                   hint="Build M afresh in every call; a matrix cached per offset is shared by every caller.")
+for k, M in zip((3, 3, -2), calls.results):
+    checks.assert_close(M.double(), reference(k, 4), atol=1e-6, name=f"offset_rotation({k}, 4) (repeated calls)")
 print("offset_rotation: hidden tests (offsets, dtypes and edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -1398,7 +1406,7 @@ print("alibi_bias: hidden tests (behaviour) passed")
 # Hidden tests for alibi_bias run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
-from utils import checks
+from utils import checks, probes
 
 
 def reference(T, h):
@@ -1430,6 +1438,15 @@ future = out[:, upper_rows, upper_cols]
 checks.assert_true(bool(torch.isneginf(future).all()), name="alibi_bias(5, 4), j > i",
                    problem=f"the future keys hold {sorted(set(future.flatten().tolist()))[:3]}, not -inf.",
                    hint="out[s - 1, i, j] = -inf for j > i: use float('-inf') (masked_fill), not -1e9 or finfo.min.")
+# A new tensor on every call, also for the same arguments: not one bias kept per (T, n_heads) and handed to every
+# caller (a caller that adds its own mask to it in place would change every later caller's).
+calls = probes.repeated_calls(alibi_bias, (4, 2), (4, 2), (3, 2))
+checks.assert_true(not calls.same_object and not calls.shares_memory, name="alibi_bias(4, 2) twice, then (3, 2)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the biases of two calls share memory (slices of one kept bias)") + ".",
+                   hint="Build the bias afresh in every call; a bias cached per size is shared by every caller.")
+for (T, h), out in zip(((4, 2), (4, 2), (3, 2)), calls.results):
+    checks.assert_close(out.double(), reference(T, h), atol=1e-6, rtol=1e-6, name=f"alibi_bias({T}, {h}) (repeated calls)")
 print("alibi_bias: hidden tests (dtype and edge cases) passed")
 ### END HIDDEN TESTS
 
