@@ -1423,16 +1423,22 @@ checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name="weights for scores in 
 checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name="output for scores in the thousands")
 
 # Masking is exact whatever the scores: allowed scores near -11000 to -16000 and masked keys that would score far
-# higher still get weight exactly 0 (a finite fill such as -1e4 would outscore the allowed keys).
-q = torch.full((1, 3, 2), 100.0, dtype=f64)
+# higher still get weight exactly 0 (a finite fill such as -1e4 would outscore the allowed keys, and so would a
+# finite penalty added to the scores, scores - 1e4: in the last row the masked key 0 scores 11300 above key 4).
+q = torch.full((1, 4, 2), 100.0, dtype=f64)
 k = -torch.tensor([[30.0, 30.0], [80.0, 80.0], [90.0, 90.0], [100.0, 100.0], [110.0, 110.0]], dtype=f64)[None]
 v = torch.randn(1, 5, 3, generator=g, dtype=f64)
-mask = torch.tensor([[False, True, True, True, True], [False, False, True, True, False], [False, False, False, True, True]])
+mask = torch.tensor([[False, True, True, True, True], [False, False, True, True, False], [False, False, False, True, True],
+                     [False, False, False, False, True]])
 out, w = attend(q, k, v, mask, "with very negative allowed scores")
 ref_out, ref_w = reference(q, k, v, mask)
+masking_hint = ("Fill masked scores with -inf (or a number far below any score, such as -1e9 or the dtype's minimum), "
+                "not -1e4, and don't add a finite penalty such as -1e4 to them: a masked key must get weight exactly 0 "
+                "whatever the scores are.")
 checks.assert_close(w, ref_w, atol=1e-6, rtol=1e-5, name="weights with allowed scores near -11000 and masked ones above",
-                    hint="Fill masked scores with -inf (or a number far below any score, such as -1e9 or the dtype's "
-                         "minimum), not -1e4: a masked key must get weight exactly 0 whatever the scores are.")
+                    hint=masking_hint)
+checks.assert_close(torch.where(mask, 0.0, w), torch.zeros(1, 4, 5, dtype=f64), atol=0, rtol=0,
+                    name="weights at the masked positions with allowed scores near -11000", hint=masking_hint)
 checks.assert_close(out, ref_out, atol=1e-6, rtol=1e-5, name="output with allowed scores near -11000")
 
 # float64 in, float64 out (the dtype of q).
@@ -1748,6 +1754,19 @@ lengths = torch.tensor([2, 0, 5])
 call = probes.traced_call(left_padded_causal_mask, lengths.clone(), 5)
 checks.assert_close(call.args_after[0], lengths, atol=0, rtol=0, name="lengths after left_padded_causal_mask",
                     hint="Don't modify lengths in place (lengths.neg_(), lengths -= ...): compute T - lengths as a new tensor.")
+
+# A new tensor on every call: not one object per (lengths, T) kept from an earlier call (a caller that edits its
+# mask in place, say to hide one more key, would change every later caller's).
+calls = probes.repeated_calls(left_padded_causal_mask, (torch.tensor([2, 3]), 3), (torch.tensor([2, 3]), 3),
+                              (torch.tensor([1]), 3))
+checks.assert_true(not calls.same_object and not calls.shares_memory,
+                   name="left_padded_causal_mask([2, 3], 3) twice, then ([1], 3)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the masks of two calls share memory") + ".",
+                   hint="Build the mask afresh in every call; a mask cached per lengths is shared by every caller.")
+for (lengths, T), m in zip((([2, 3], 3), ([2, 3], 3), ([1], 3)), calls.results):
+    checks.assert_close(m, expected_mask(lengths, T), atol=0, rtol=0,
+                        name=f"left_padded_causal_mask({lengths}, {T}) (repeated calls)")
 print("left_padded_causal_mask: hidden edge-case tests passed")
 ### END HIDDEN TESTS
 

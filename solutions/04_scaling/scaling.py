@@ -816,8 +816,10 @@ def autograd_jacobian(z):
     return torch.stack(blocks).reshape(*z.shape, z.shape[-1])
 
 
+# Leading dimensions of size 1 are batch dimensions like any other: (1, 5) gives (1, 5, 5), not a squeezed (5, 5).
 for shape, dtype, spread in [((5,), torch.float64, 1.0), ((7,), torch.float32, 3.0), ((3, 4), torch.float64, 2.0),
-                             ((2, 3, 6), torch.float64, 1.5), ((4, 4), torch.float32, 1.0)]:
+                             ((2, 3, 6), torch.float64, 1.5), ((4, 4), torch.float32, 1.0), ((1, 5), torch.float64, 1.0),
+                             ((1, 3, 4), torch.float32, 2.0)]:
     z = torch.randn(*shape, generator=g, dtype=dtype) * spread
     p = torch.softmax(z, dim=-1)
     out = softmax_jacobian(p)
@@ -827,6 +829,16 @@ for shape, dtype, spread in [((5,), torch.float64, 1.0), ((7,), torch.float32, 3
     tolerance = 1e-10 if dtype == torch.float64 else 1e-6
     checks.assert_close(out, autograd_jacobian(z), atol=tolerance, rtol=1e-5, name=f"{name} vs autograd",
                         hint="J[..., i, j] = p_i * (delta_ij - p_j): diag(p) minus the outer product of p with itself.")
+
+# Half precision keeps its dtype too: a float32 identity or zeros (torch.eye(T), torch.zeros(T, T)) would promote the
+# result to float32 (float64 input hides that: float64 wins the promotion). Values at half precision's resolution.
+for shape, dtype in [((3, 6), torch.float16), ((2, 5), torch.bfloat16)]:
+    z = torch.randn(*shape, generator=g, dtype=torch.float64)
+    out = softmax_jacobian(torch.softmax(z, dim=-1).to(dtype))
+    name = f"softmax_jacobian on shape {shape}, {dtype}"
+    checks.assert_tensor(out, name=name, shape=(*shape, shape[-1]), dtype=dtype,
+                         hint="Keep p's dtype: build the identity or the diagonal with dtype=p.dtype (torch.diag_embed(p)).")
+    checks.assert_close(out.double(), autograd_jacobian(z), atol=1e-2, rtol=0, name=f"{name} vs autograd (float64)")
 
 print("softmax_jacobian: hidden tests passed")
 ### END HIDDEN TESTS

@@ -460,7 +460,7 @@ print("sinusoidal_encoding: hidden tests (behaviour) passed")
 import math
 
 import torch
-from utils import checks
+from utils import checks, probes
 
 
 def reference(T, d_model, base=10000.0, positions=None):
@@ -494,6 +494,16 @@ for kwargs in ({}, {"dtype": torch.float32}):
                          dtype=torch.float32, hint="dtype defaults to float32.")
 checks.assert_tensor(sinusoidal_encoding(0, 8, dtype=torch.float64), name="sinusoidal_encoding(0, 8, dtype=float64)",
                      shape=(0, 8), dtype=torch.float64)
+# A new tensor on every call, also for the same arguments: not one table kept per (T, d_model) and handed to every
+# caller (a caller that adds to its encodings in place would change every later caller's).
+calls = probes.repeated_calls(sinusoidal_encoding, (5, 8), (5, 8), (3, 8))
+checks.assert_true(not calls.same_object and not calls.shares_memory,
+                   name="sinusoidal_encoding(5, 8) twice, then (3, 8)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the tables of two calls share memory (slices of one kept table)") + ".",
+                   hint="Build the table afresh in every call; a table cached per size is shared by every caller.")
+for (T, d_model), pe in zip(((5, 8), (5, 8), (3, 8)), calls.results):
+    checks.assert_close(pe, reference(T, d_model).float(), atol=1e-5, name=f"sinusoidal_encoding({T}, {d_model}) (repeated calls)")
 print("sinusoidal_encoding: hidden tests (dtypes and edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -764,7 +774,7 @@ print("offset_rotation: hidden tests (behaviour) passed")
 import math
 
 import torch
-from utils import checks
+from utils import checks, probes
 
 
 def pe(t, d_model, base=10000.0):
@@ -797,6 +807,14 @@ checks.assert_close(offset_rotation(0, 6, dtype=torch.float64), torch.eye(6, dty
 M = offset_rotation(4, 6)
 checks.assert_tensor(M, name="offset_rotation(4, 6)", shape=(6, 6), dtype=torch.float32, hint="dtype defaults to float32.")
 checks.assert_close(M.double(), reference(4, 6), atol=1e-6, name="offset_rotation(4, 6)")
+# A new tensor on every call, also for the same arguments: not one matrix kept per offset and handed to every caller.
+calls = probes.repeated_calls(offset_rotation, (3, 4), (3, 4), (-2, 4))
+checks.assert_true(not calls.same_object and not calls.shares_memory, name="offset_rotation(3, 4) twice, then (-2, 4)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the matrices of two calls share memory") + ".",
+                   hint="Build M afresh in every call; a matrix cached per offset is shared by every caller.")
+for k, M in zip((3, 3, -2), calls.results):
+    checks.assert_close(M.double(), reference(k, 4), atol=1e-6, name=f"offset_rotation({k}, 4) (repeated calls)")
 print("offset_rotation: hidden tests (offsets, dtypes and edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -1083,6 +1101,21 @@ for shape, dtype, base in [((2, 3, 7, 16), torch.float32, 10000.0), ((5, 8), tor
     checks.assert_tensor(out, name=name, shape=shape, dtype=dtype, hint="Same shape and dtype as the input.")
     tol = 1e-5 if dtype == torch.float32 else 1e-10
     checks.assert_close(out, reference(x, base), atol=tol, rtol=tol, name=name,
+                        hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
+
+# Half precision too (the model of section 8 may run in bfloat16): the dtype kept, values at that precision.
+# torch.view_as_complex takes float16, float32 and float64 but not bfloat16: convert before viewing as complex.
+for shape, dtype in [((2, 3, 4, 8), torch.bfloat16), ((4, 6), torch.float16)]:
+    x = torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+    name = f"apply_rope on shape {shape}, {dtype}"
+    try:
+        out = apply_rope(x)
+    except RuntimeError as error:
+        checks.assert_true(False, name=name, problem=f"the call raised RuntimeError: {str(error).splitlines()[0][:200]}",
+                           hint="x may be any floating dtype: compute in float32 or float64 and convert the result "
+                                "back to x.dtype (torch.view_as_complex does not take bfloat16).")
+    checks.assert_tensor(out, name=name, shape=shape, dtype=dtype, hint="Same shape and dtype as the input.")
+    checks.assert_close(out.double(), reference(x.double()), atol=6e-2, rtol=2e-2, name=name,
                         hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
 
 # x need not be contiguous: queries as attention code hands them over, (batch, T, heads, d) transposed to
@@ -1373,7 +1406,7 @@ print("alibi_bias: hidden tests (behaviour) passed")
 # Hidden tests for alibi_bias run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
-from utils import checks
+from utils import checks, probes
 
 
 def reference(T, h):
@@ -1405,6 +1438,15 @@ future = out[:, upper_rows, upper_cols]
 checks.assert_true(bool(torch.isneginf(future).all()), name="alibi_bias(5, 4), j > i",
                    problem=f"the future keys hold {sorted(set(future.flatten().tolist()))[:3]}, not -inf.",
                    hint="out[s - 1, i, j] = -inf for j > i: use float('-inf') (masked_fill), not -1e9 or finfo.min.")
+# A new tensor on every call, also for the same arguments: not one bias kept per (T, n_heads) and handed to every
+# caller (a caller that adds its own mask to it in place would change every later caller's).
+calls = probes.repeated_calls(alibi_bias, (4, 2), (4, 2), (3, 2))
+checks.assert_true(not calls.same_object and not calls.shares_memory, name="alibi_bias(4, 2) twice, then (3, 2)",
+                   problem=("two calls returned the same tensor object" if calls.same_object else
+                            "the biases of two calls share memory (slices of one kept bias)") + ".",
+                   hint="Build the bias afresh in every call; a bias cached per size is shared by every caller.")
+for (T, h), out in zip(((4, 2), (4, 2), (3, 2)), calls.results):
+    checks.assert_close(out.double(), reference(T, h), atol=1e-6, rtol=1e-6, name=f"alibi_bias({T}, {h}) (repeated calls)")
 print("alibi_bias: hidden tests (dtype and edge cases) passed")
 ### END HIDDEN TESTS
 
