@@ -18,6 +18,9 @@ handle, it does with a probe:
   they modified in place? is the result one of them, or a view of one?);
 * ``repeated_calls(fn, args_1, args_2, ...)``: one call per tuple of arguments, and whether two of the
   results are one object or share memory (a cache, or slices of one buffer kept between calls);
+* ``arguments_after_calls(cls, args, calls)``: build ``cls(*args)`` and call its methods where it lives,
+  then the constructor's arguments as they are afterwards (an object that kept an argument it was
+  given and changed it later, in a method, shows here; a plain call only shows changes made during it);
 * ``mutating_call(fn, *args, **kwargs)``: the call, for an exercise whose contract says it modifies
   an argument in place. At grading time every other call of an exercise checks that the arguments the
   test passed are unchanged afterwards, and fails naming the one that changed; this one does not;
@@ -133,6 +136,26 @@ def repeated_calls(fn, *argument_tuples) -> RepeatedCalls:
     if not _is_local():
         return RepeatedCalls(**_judge.probe("repeated_calls", fn, argument_tuples, {}))
     return RepeatedCalls(**_repeated_calls_here(fn, argument_tuples))
+
+
+def arguments_after_calls(cls, args: tuple, calls) -> tuple:
+    """Build ``obj = cls(*args)`` where ``cls`` lives, call ``getattr(obj, name)(*method_args)`` for each
+    ``(name, method_args)`` in ``calls``, in order, and return ``args`` as they are after the last call.
+
+    A constructor whose contract says it leaves its arguments unchanged must not keep one and change it
+    later: at grading time each argument travels by value, so only this probe, which keeps the object and
+    its arguments together where the student's code runs, can see such a change. In your own kernel
+    ``args`` are your own objects, and the returned tuple holds them."""
+    if not _is_local():
+        return tuple(_judge.probe("arguments_after_calls", cls, args, {}, calls=[tuple(c) for c in calls]))
+    return _arguments_after_calls_here(cls, args, calls)
+
+
+def _arguments_after_calls_here(cls, args, calls) -> tuple:
+    obj = cls(*args)
+    for name, method_args in calls:
+        getattr(obj, name)(*method_args)
+    return tuple(args)
 
 
 def mutating_call(fn, *args, **kwargs):
@@ -270,6 +293,7 @@ def time_limit(seconds: float, what: str = "this call"):
 KERNEL_SIDE = {
     "gradients": lambda fn, args, kwargs, grad_output=None: _gradients_here(fn, args, kwargs, grad_output),
     "traced_call": lambda fn, args, kwargs: _traced_call_here(fn, args, kwargs),
+    "arguments_after_calls": lambda cls, args, kwargs, calls=(): _arguments_after_calls_here(cls, args, calls),
     "repeated_calls": lambda fn, args, kwargs: _repeated_calls_here(fn, args),
     "make": lambda name, args, kwargs: _make_here(name, args, dict(kwargs)),
     "parameters": lambda module, args, kwargs: _parameters_here(module),

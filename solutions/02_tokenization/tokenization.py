@@ -1236,6 +1236,13 @@ pc = PairCounter({})
 checks.assert_equal(dict(pc.counts), {}, name="PairCounter({}).counts")
 pc.merge((1, 2), 3)
 checks.assert_equal(pc.words(), {}, name="PairCounter({}).words() after a merge")
+# "it is not modified": not by __init__, and not later by a merge through a reference kept to it. At grading
+# time the dict travels by value, so only a probe that keeps the counter and its dict together can see it.
+after = probes.arguments_after_calls(PairCounter, ({(7, 8, 7, 8): 2, (9,): 4, (8, 7): 1},),
+                                     [("merge", ((7, 8), 20)), ("merge", ((20, 20), 21))])
+checks.assert_equal(after[0], {(7, 8, 7, 8): 2, (9,): 4, (8, 7): 1},
+                    name="the words dict given to PairCounter, after two merges",
+                    hint="the counter must not change the dict it was given, not even later: keep your own copy.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c29"

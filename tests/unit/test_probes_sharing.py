@@ -1,5 +1,6 @@
 """``utils.probes.traced_call`` sees a result that shares memory with an argument, tensor or NumPy array
-(a test that asks "are these new tensors?" must be able to fail)."""
+(a test that asks "are these new tensors?" must be able to fail), and ``arguments_after_calls`` an argument
+that a constructed object kept and changed later, in a method."""
 
 from __future__ import annotations
 
@@ -43,3 +44,23 @@ def test_repeated_calls_sees_a_cache_and_slices_of_one_buffer_but_not_new_tensor
     assert not calls.same_object and not calls.shares_memory
     assert [tuple(r.shape) for r in calls.results] == [(3, 3), (3, 3), (5, 5)]
     assert not probes.repeated_calls(lambda n: n + 1, (1,), (1,)).same_object    # equal numbers are not a cache
+
+
+def test_arguments_after_calls_sees_an_argument_kept_and_changed_by_a_later_method():
+    class KeepsIt:
+        def __init__(self, words):
+            self.words = words
+
+        def grow(self, key):
+            self.words[key] = 1
+
+    class CopiesIt(KeepsIt):
+        def __init__(self, words):
+            super().__init__(dict(words))
+
+    words = {"a": 0}
+    assert probes.arguments_after_calls(KeepsIt, (words,), [("grow", ("b",)), ("grow", ("c",))]) == (
+        {"a": 0, "b": 1, "c": 1},)
+    assert words == {"a": 0, "b": 1, "c": 1}      # in the student's own kernel: the caller's own dict
+    assert probes.arguments_after_calls(CopiesIt, ({"a": 0},), [("grow", ("b",))]) == ({"a": 0},)
+    assert probes.arguments_after_calls(CopiesIt, ({"a": 0},), []) == ({"a": 0},)
