@@ -139,11 +139,14 @@ def nbgrader_config(root: Path, db_path: Path):
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
                                         LimitOutput, SaveAutoGrades)
 
+    from .feedback_exporter import FeedbackExporter
+
     config = course_config(root, db_path)
     config.ReplayExecution.course_root = config.EscapeStudentText.course_root = str(root)
     config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, EscapeStudentText, CSSHTMLHeaderPreprocessor]
+    config.GenerateFeedback.exporter_class = FeedbackExporter   # its templates compiled once per process
     return config
 
 
