@@ -91,11 +91,19 @@ def python_environment_paths() -> list[Path]:
 
 
 def course_package_paths() -> list[Path]:
-    """The ``autograder`` and ``utils`` package folders this process imported (bound read-only, alone)."""
-    import autograder
-    import utils
+    """The ``autograder`` and ``utils`` package folders this process imports (bound read-only, alone).
 
-    return [Path(package.__file__).resolve().parent for package in (autograder, utils)]
+    Found, not imported: ``utils`` imports PyTorch (two CPU seconds), which the grader's own process never
+    needs; an imported package is found where it was imported from."""
+    import importlib.util
+
+    folders = []
+    for name in ("autograder", "utils"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError(f"the course package {name!r} cannot be found from this Python")
+        folders.append(Path(list(spec.submodule_search_locations)[0]).resolve())
+    return folders
 
 
 _ETC_DIR: Path | None = None

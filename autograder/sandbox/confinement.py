@@ -59,7 +59,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .bubblewrap import INSIDE_SEED, INSIDE_WORK, bwrap_prefix, use_bwrap
+from .bubblewrap import INSIDE_SEED, INSIDE_WORK, bwrap_prefix, course_package_paths, use_bwrap
 from .limits import RUNNER_LOG_BYTES, SANDBOX_MAX_TASKS, Limits
 from .processes import copy_capped, start_thread, watch_sandbox
 
@@ -73,20 +73,16 @@ PASSED_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ")
 
 
 def course_import_paths() -> list[str]:
-    """The folders holding the ``autograder`` and ``utils`` packages this process imported.
+    """The folders holding the ``autograder`` and ``utils`` packages this process imports.
 
     The judge and the runner get them first on ``PYTHONPATH``, so they import the same course code as
     the grader whatever the working folder, even when the install Python knows of is stale (an
     editable install of a checkout that has moved) or missing (grading straight from a checkout).
     """
-    import autograder
-    import utils
-
     paths: list[str] = []
-    for package in (autograder, utils):
-        parent = str(Path(package.__file__).resolve().parent.parent)
-        if parent not in paths:
-            paths.append(parent)
+    for package in course_package_paths():
+        if str(package.parent) not in paths:
+            paths.append(str(package.parent))
     return paths
 
 
