@@ -33,13 +33,15 @@ def test_every_mutant_loses_points(report):
 
 def test_wall_clock_limits_of_the_suites_kernel_runs_leave_room_for_a_busy_machine(report):
     # The other runs of this notebook (simulated Colab, self-grading, the grader's pipeline) are limited by the
-    # clock; a limit close to the CPU time lets the machine's load decide (issue 35).
+    # clock; a limit close to the CPU time lets the machine's load decide (issue 35). The notebook's limit is set
+    # from its budget, not from this run's CPU seconds, which load inflates too (notebook 09: 160 quiet, 192 at
+    # load 8, past a limit set from the seconds).
     assert report.heaviest_cell_seconds * LOAD_MARGIN <= WALL_CELL_TIMEOUT_S, (
         f"{report.assignment}: its longest cell used {report.heaviest_cell_seconds:.0f} CPU seconds; the suite's "
         f"{WALL_CELL_TIMEOUT_S} s wall-clock cell limit (tests/conftest.py) must be {LOAD_MARGIN} times that")
-    assert report.seconds * LOAD_MARGIN <= WALL_NOTEBOOK_TIMEOUT_S, (
-        f"{report.assignment}: {report.seconds:.0f} CPU seconds; the suite's {WALL_NOTEBOOK_TIMEOUT_S} s "
-        f"wall-clock notebook limit (tests/conftest.py) must be {LOAD_MARGIN} times that")
+    assert report.budget_seconds * LOAD_MARGIN <= WALL_NOTEBOOK_TIMEOUT_S, (
+        f"{report.assignment}: a budget of {report.budget_seconds:.0f} CPU seconds; the suite's "
+        f"{WALL_NOTEBOOK_TIMEOUT_S} s wall-clock notebook limit (tests/conftest.py) must be {LOAD_MARGIN} times that")
 
 
 def test_cpu_run_time_is_reported(report):
