@@ -9,8 +9,10 @@
 * ``BigramLM``: a one-table model with the ``(logits, loss)`` interface, for tests of a training step.
 * ``BiasedBigramLM`` (two parameter tensors) and ``sgd_one_group_per_parameter(model, lr)`` (one
   parameter group per tensor): a training step must clip by the global norm and set every group's rate.
-* ``parts_with(parts, ffn=..., rope=...)``: a notebook's parts with ``BiasedFeedForward`` (Linear layers
-  with biases) or ``unrotated`` (a RoPE function that rotates nothing), for tests of a model's build.
+* ``parts_with(parts, ffn=..., rope=..., norm=...)``: a notebook's parts with ``BiasedFeedForward`` (Linear
+  layers with biases), ``unrotated`` (a RoPE function that rotates nothing) or ``ShiftlessLayerNorm`` (a norm
+  of another class), for tests of a model's build.
+* ``linears_sharing_a_weight()``: two Linear layers with one weight, for tests of parameter names.
 
 These are test instruments, not answers to any exercise: students receive this module as it is.
 """
@@ -183,12 +185,31 @@ def unrotated(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def parts_with(parts: dict, ffn: bool = False, rope: bool = False) -> dict:
-    """A copy of a notebook's ``parts`` dictionary with ``BiasedFeedForward`` as its "ffn" (``ffn=True``)
-    and/or ``unrotated`` as its "rope" (``rope=True``), built where the student's code runs."""
+class ShiftlessLayerNorm(nn.LayerNorm):
+    """nn.LayerNorm without its shift (one parameter, weight): a norm class other than nn.LayerNorm, so a
+    test can see which norms of a model were built from its parts."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5):
+        super().__init__(normalized_shape, eps=eps, bias=False)
+
+
+def linears_sharing_a_weight() -> nn.Sequential:
+    """nn.Sequential(Linear(3, 3), Linear(3, 3)) whose second layer's weight IS the first's: named_parameters()
+    lists the shared weight once, as "0.weight" ("1.weight" is no name of it)."""
+    first, second = nn.Linear(3, 3), nn.Linear(3, 3)
+    second.weight = first.weight
+    return nn.Sequential(first, second)
+
+
+def parts_with(parts: dict, ffn: bool = False, rope: bool = False, norm: bool = False) -> dict:
+    """A copy of a notebook's ``parts`` dictionary with ``BiasedFeedForward`` as its "ffn" (``ffn=True``),
+    ``unrotated`` as its "rope" (``rope=True``) and/or ``ShiftlessLayerNorm`` as its "norm" (``norm=True``),
+    built where the student's code runs."""
     changed = dict(parts)
     if ffn:
         changed["ffn"] = BiasedFeedForward
     if rope:
         changed["rope"] = unrotated
+    if norm:
+        changed["norm"] = ShiftlessLayerNorm
     return changed

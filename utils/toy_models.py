@@ -64,7 +64,9 @@ class CopySeq2Seq(nn.Module):
       choices back, or does not start from BOS, goes wrong).
 
     It counts ``encode_calls`` and ``cross_kv_calls`` and records, per ``decode`` call, a dict
-    ``{"shape": [B, T], "grad_enabled": bool, "training": bool}`` in ``decode_calls`` (plain data).
+    ``{"shape": [B, T], "grad_enabled": bool, "training": bool}`` in ``decode_calls``, and per ``encode`` and
+    ``cross_kv`` call, in call order, ``{"method": name, "grad_enabled": bool, "training": bool}`` in
+    ``encode_and_cross_kv_calls`` (plain data).
     """
 
     def __init__(self, vocab_size: int = 12, bos_id: int = 1, eos_id: int = 2, after_eos_id: int = 3):
@@ -74,13 +76,20 @@ class CopySeq2Seq(nn.Module):
         self.encode_calls = 0
         self.cross_kv_calls = 0
         self.decode_calls: list[dict] = []
+        self.encode_and_cross_kv_calls: list[dict] = []
+
+    def _record(self, method: str) -> None:
+        self.encode_and_cross_kv_calls.append({"method": method, "grad_enabled": bool(torch.is_grad_enabled()),
+                                               "training": bool(self.training)})
 
     def encode(self, src: torch.Tensor, src_padding_mask: torch.Tensor) -> torch.Tensor:
         self.encode_calls += 1
+        self._record("encode")
         return torch.where(src_padding_mask, -1, src).float().unsqueeze(-1)
 
     def cross_kv(self, memory: torch.Tensor) -> list:
         self.cross_kv_calls += 1
+        self._record("cross_kv")
         return [(memory.clone(), memory.clone())]
 
     def decode(self, tgt_in: torch.Tensor, memory_kv, src_padding_mask: torch.Tensor) -> torch.Tensor:

@@ -298,6 +298,19 @@ counts = torch.bincount(starts.clamp(min=0), minlength=n - t)
 checks.assert_true(bool((counts >= 15).all()) and bool((counts <= 120).all()), name="how often each start is drawn",
                    problem=f"counts per start (expected about 59 each): {counts.tolist()}",
                    hint="Every valid start should be equally likely, including 0 and N - T - 1.")
+# Rows are drawn independently: a row's start exceeds the next row's in (1 - 1/51) / 2 = 49% of the pairs (sd
+# under 1%); sorted starts give 0%.
+descents = float((starts[:-1] > starts[1:]).double().mean())
+checks.assert_true(0.40 <= descents <= 0.58, name="the starts of consecutive rows (N=60, T=9, B=3000)",
+                   problem=f"a row's start exceeds the next row's in {descents:.1%} of the pairs (expected about 49%).",
+                   hint="Draw every row's start independently; do not sort or otherwise order the starts.")
+# Two starts make an unequal share visible: N = 4, T = 2 leaves starts 0 and 1, about 2000 each of 4000 (sd 31.6;
+# 1840..2160 is 5 deviations). A draw from 0..N-T clamped to N-T-1 gives the last start twice the share.
+few = get_batch(np.arange(4, dtype=np.uint16), 2, 4000, torch.Generator().manual_seed(77))[0][:, 0]
+last = int((few == 1).sum())
+checks.assert_true(1840 <= last <= 2160, name="how often each start of N = 4, T = 2 is drawn (4000 windows)",
+                   problem=f"start 0: {4000 - last} times, start 1: {last} times (expected about 2000 each).",
+                   hint="Draw each start uniformly from {0, ..., N - T - 1}: the last start is as likely as any other.")
 a = get_batch(data, t, 40, torch.Generator().manual_seed(5))
 b = get_batch(data, t, 40, torch.Generator().manual_seed(5))
 checks.assert_equal(a[0].tolist(), b[0].tolist(), name="reproducibility with a seeded generator",
@@ -529,10 +542,21 @@ for v, n, a, lengths in [(5, 1, 0.5, (300, 80)), (7, 2, 0.1, (500, 61)), (6, 3, 
                          (9, 4, 0.3, (900, 50)), (3, 2, 2.0, (25, 2))]:
     train = torch.randint(v, (lengths[0],), generator=g)
     val = torch.randint(v, (lengths[1],), generator=g)
-    checks.assert_close(ngram_nll(train, val, v, n, a), reference(train, val, v, n, a), rtol=1e-6, atol=1e-9,
+    out = ngram_nll(train, val, v, n, a)
+    checks.assert_true(type(out) is float, name=f"type of ngram_nll(..., order={n})", problem=f"got {type(out).__name__}",
+                       hint="Return a Python float for every order, the unigram included.")
+    checks.assert_close(out, reference(train, val, v, n, a), rtol=1e-6, atol=1e-9,
                         name=f"ngram_nll(V={v}, order={n}, alpha={a}, {lengths[0]} / {lengths[1]} tokens)",
                         hint="P(w | c) = (N(c, w) + alpha) / (N(c) + alpha V) over val positions t >= n - 1; "
                              "count only the training data.")
+# V counts every id of the vocabulary, also those neither text uses; and a text exactly `order` tokens long is
+# allowed (it holds one n-gram).
+for v, n, a, train, val in [(10, 2, 0.5, [0, 3, 1, 3, 2], [3, 1, 3, 0]), (8, 1, 1.0, [5], [5, 0]), (6, 3, 0.2, [1, 2, 1], [2, 1, 2]),
+                            (5, 2, 1.0, [4, 4, 0], [0, 4])]:
+    train, val = torch.tensor(train), torch.tensor(val)
+    checks.assert_close(ngram_nll(train, val, v, n, a), reference(train, val, v, n, a), rtol=1e-6, atol=1e-9,
+                        name=f"ngram_nll({train.tolist()}, {val.tolist()}, V={v}, order={n}, alpha={a})",
+                        hint="V is vocab_size (not the largest id seen plus one); len(train_ids) == order is allowed.")
 # A large input must be quick: 200,000 tokens, trigram.
 train = torch.randint(50, (200_000,), generator=g)
 val = torch.randint(50, (20_000,), generator=g)
@@ -908,6 +932,11 @@ bag = randomised(GPT(V, T, n_layer=1, n_head=2, n_embd=C, positions="none"))
 checks.assert_close(bag(perm)[0][0, -1], bag(idx)[0][0, -1], atol=1e-5, rtol=1e-4, name="positions='none': last logits after permuting the prefix",
                     hint="With positions='none' nothing is added to the token embedding.")
 checks.assert_raises(ValueError, GPT, V, T, positions="sinusoidal", name="GPT(..., positions='sinusoidal')")
+# Every norm comes from parts, the final one too: with a norm class that has no shift, ln_f has no bias.
+shiftless = GPT(V, T, n_layer=1, n_head=2, n_embd=C, parts=probes.make("utils.markov.parts_with", PARTS, norm=True))
+final_norm = sorted(n for n in probes.parameters(shiftless) if n.startswith("ln_f."))
+checks.assert_equal(final_norm, ["ln_f.weight"], name="the final norm's parameters when parts['norm'] is a LayerNorm without shift",
+                    hint="Build the final norm with make_norm(n_embd, parts), not nn.LayerNorm: parts decides every norm's class.")
 model = GPT(V, T, n_layer=1, n_head=2, n_embd=C)
 checks.assert_raises(ValueError, model, torch.zeros(2, T + 1, dtype=torch.long), name="forward with T = block_size + 1")
 logits, loss = model(torch.zeros(2, T, dtype=torch.long), torch.ones(2, T, dtype=torch.long))
@@ -1135,6 +1164,12 @@ mha = probes.make("torch.nn.MultiheadAttention", 4, 2)
 checks.assert_equal(decay_names(mha), (["out_proj.weight"], ["in_proj_weight", "in_proj_bias", "out_proj.bias"]),
                     name="decay_names of nn.MultiheadAttention(4, 2)",
                     hint="isinstance(m, nn.Linear) includes subclasses of nn.Linear; type(m) is nn.Linear does not.")
+# Names are those of named_parameters(): two Linear layers sharing one weight list it once, as "0.weight".
+shared = probes.make("utils.markov.linears_sharing_a_weight")
+checks.assert_equal(decay_names(shared), (["0.weight"], ["0.bias", "1.bias"]),
+                    name="decay_names of two Linear layers sharing one weight",
+                    hint="Go through model.named_parameters() (each shared parameter once, by its first name), and "
+                         "ask of each parameter whether it is a Linear's weight; do not build names from the modules.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c36"
@@ -1673,6 +1708,12 @@ xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
 for label, got, want in [("x", result["inputs"][0], xr.grad), ("weight", result["params"].get("weight"), wr.grad)]:
     checks.assert_true(got is not None, name=f"gradient of RMSNorm with respect to {label}", problem="no gradient came back.")
     checks.assert_close(got, want, atol=1e-9, rtol=1e-7, name=f"gradient of RMSNorm with respect to {label}")
+# A float64 input to the module as built (float32 gain): the result keeps x's dtype and precision.
+x = torch.randn(3, 4, generator=g, dtype=torch.float64)
+out = RMSNorm(4)(x)
+checks.assert_tensor(out, name="RMSNorm(4) (float32 gain) on a float64 input", shape=(3, 4), dtype=torch.float64,
+                     hint="Return a tensor of x's dtype: do not cast the result to the gain's dtype.")
+checks.assert_close(out, F.rms_norm(x, (4,), eps=1e-6), atol=1e-10, rtol=1e-10, name="RMSNorm(4) on a float64 input")
 x = torch.randn(3, 4, generator=g)
 traced = probes.traced_call(RMSNorm(4), x)
 checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="RMSNorm's input after the call", hint="Do not modify x in place.")

@@ -354,6 +354,7 @@ def weights_from(mha):
 
 
 g = torch.Generator().manual_seed(1212)
+other = torch.Generator().manual_seed(1214)
 for d, h, kdim, vdim, B, T, S, lengths, dtype in [
         (12, 3, None, None, 3, 4, 7, [7, 2, 5], torch.float32),
         (16, 4, 10, 6, 2, 9, 3, [3, 1], torch.float32),
@@ -398,6 +399,12 @@ for d, h, kdim, vdim, B, T, S, lengths, dtype in [
     checks.assert_close(weights, expected_weights, atol=tol, rtol=tol,
                         name=name + ": the weights attend returns with return_weights=True",
                         hint="Per head, (B, n_head, T, S), rows summing to 1 over the non-padding source positions.")
+    # attend reads the pair it is given: projecting another source in between (a second sentence, another
+    # block's cache) changes nothing.
+    ca.project(torch.randn(B, S, kdim or d, generator=other, dtype=dtype), torch.randn(B, S, vdim or d, generator=other, dtype=dtype))
+    checks.assert_close(ca.attend(x, k, v, mask), expected, atol=tol, rtol=tol,
+                        name=name + ": attend(x, k, v, mask) after project() was called on another source",
+                        hint="Use the k and v passed to attend; do not keep the last projection on self.")
 print("CrossAttention: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -975,6 +982,12 @@ ids = torch.tensor([[1, 0, 0, 2], [3, 3, 0, 0]])
 inputs, labels = mask_tokens(ids, 3, 10, SPECIAL, torch.Generator().manual_seed(0), 1.0)
 checks.assert_equal(inputs.tolist(), ids.tolist(), name="mask_tokens with no ordinary position: inputs", hint="Nothing to choose.")
 checks.assert_equal(labels.tolist(), [[-100] * 4] * 2, name="mask_tokens with no ordinary position: labels")
+# A vocabulary of special ids only: no ordinary id at all, so nothing is chosen and no random token is drawn.
+inputs, labels = mask_tokens(torch.tensor([[0, 1, 1, 0]]), 1, 2, [0, 1], torch.Generator().manual_seed(0), 1.0)
+checks.assert_equal((inputs.tolist(), labels.tolist()), ([[0, 1, 1, 0]], [[-100] * 4]),
+                    name="mask_tokens with vocab_size=2 and special_ids=[0, 1] (no ordinary id)",
+                    hint="With no ordinary id there is no position to choose and no random token to draw from: "
+                         "return ids unchanged (a copy) and -100 labels.")
 # A single position, always chosen.
 for seed in range(20):
     inputs, labels = mask_tokens(torch.tensor([[7]]), 3, 10, SPECIAL, torch.Generator().manual_seed(seed), 1.0)
@@ -1435,6 +1448,9 @@ for starts_training in (True, False):
     checks.assert_equal([(c["grad_enabled"], c["training"]) for c in model.decode_calls], [(False, False)] * 3,
                         name=f"(gradients recorded, training mode) in each decode call, model given in {start} mode",
                         hint="Decode under torch.no_grad() with model.eval().")
+    checks.assert_equal([(c["grad_enabled"], c["training"]) for c in model.encode_and_cross_kv_calls], [(False, False)] * 2,
+                        name=f"(gradients recorded, training mode) in the encode and cross_kv calls, model given in {start} mode",
+                        hint="Switch to eval mode and turn gradients off before encoding: the encoder runs in the same mode as the decoder.")
     checks.assert_true(model.training is starts_training, name=f"the model's mode after greedy_decode, given in {start} mode",
                        problem="it came back in the other mode.", hint="Remember model.training and restore it.")
 traced = probes.traced_call(greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12), src, mask, 4)
