@@ -1103,17 +1103,22 @@ for shape, dtype, base in [((2, 3, 7, 16), torch.float32, 10000.0), ((5, 8), tor
     checks.assert_close(out, reference(x, base), atol=tol, rtol=tol, name=name,
                         hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
 
+def rope_or_fail(x, name, hint):
+    """apply_rope(x), or a failure that names the RuntimeError it raised and says why."""
+    try:
+        return apply_rope(x)
+    except RuntimeError as error:
+        checks.assert_true(False, name=name, problem=f"the call raised RuntimeError: {str(error).splitlines()[0][:200]}",
+                           hint=hint)
+
+
 # Half precision too (the model of section 8 may run in bfloat16): the dtype kept, values at that precision.
 # torch.view_as_complex takes float16, float32 and float64 but not bfloat16: convert before viewing as complex.
 for shape, dtype in [((2, 3, 4, 8), torch.bfloat16), ((4, 6), torch.float16)]:
     x = torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
     name = f"apply_rope on shape {shape}, {dtype}"
-    try:
-        out = apply_rope(x)
-    except RuntimeError as error:
-        checks.assert_true(False, name=name, problem=f"the call raised RuntimeError: {str(error).splitlines()[0][:200]}",
-                           hint="x may be any floating dtype: compute in float32 or float64 and convert the result "
-                                "back to x.dtype (torch.view_as_complex does not take bfloat16).")
+    out = rope_or_fail(x, name, hint="x may be any floating dtype: compute in float32 or float64 and convert the "
+                                     "result back to x.dtype (torch.view_as_complex does not take bfloat16).")
     checks.assert_tensor(out, name=name, shape=shape, dtype=dtype, hint="Same shape and dtype as the input.")
     checks.assert_close(out.double(), reference(x.double()), atol=6e-2, rtol=2e-2, name=name,
                         hint="Pair (2i, 2i+1) at position t (index along dim -2) rotates by t * base ** (-2i/d).")
@@ -1124,12 +1129,8 @@ for shape, dtype in [((2, 3, 4, 8), torch.bfloat16), ((4, 6), torch.float16)]:
 for x, layout in [(torch.randn(2, 9, 3, 8, generator=g, dtype=torch.float64).transpose(1, 2), "q.transpose(1, 2)"),
                   (torch.randn(2, 3, 8, 9, generator=g, dtype=torch.float64).transpose(-2, -1), "columns, X.transpose(-2, -1)")]:
     name = f"apply_rope on a non-contiguous (2, 3, 9, 8) float64 tensor ({layout})"
-    try:
-        out = apply_rope(x)
-    except RuntimeError as error:
-        checks.assert_true(False, name=name, problem=f"the call raised RuntimeError: {str(error).splitlines()[0][:200]}",
-                           hint="x need not be contiguous: select the pairs by slicing, or call .contiguous() before "
-                                "torch.view_as_complex (which needs a last dimension of stride 1).")
+    out = rope_or_fail(x, name, hint="x need not be contiguous: select the pairs by slicing, or call .contiguous() "
+                                     "before torch.view_as_complex (which needs a last dimension of stride 1).")
     checks.assert_tensor(out, name=name, shape=(2, 3, 9, 8), dtype=torch.float64)
     checks.assert_close(out, reference(x), atol=1e-10, rtol=1e-10, name=name,
                         hint="Positions run along dim -2 whatever the memory layout of x.")
