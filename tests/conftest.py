@@ -1,8 +1,8 @@
 """Shared fixtures: the course's assignments, one notebook run per assignment, and the run report.
 
 Each notebook runs once in full per session (``notebook_run``): its student version with the solutions
-filled in, on a simulated Colab (tests/simulated_colab.py) in a folder of its own (notebook 09 with the
-student's earlier notebooks beside it, ``NOTEBOOKS_BESIDE``), timed in CPU seconds; the solution's
+filled in, on a simulated Colab (tests/simulated_colab.py) in a folder of its own (notebooks 09 and 12 with
+the student's earlier notebooks beside them, ``NOTEBOOKS_BESIDE``), timed in CPU seconds; the solution's
 tests, hidden ones included, and its mutants then run in the judge as the grader runs them. A second full
 run of the solution notebook in the repository's kernel would test nothing more: the judge runs every
 test cell, and the student version is the solution notebook less its hidden tests.

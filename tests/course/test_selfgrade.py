@@ -76,8 +76,9 @@ def _total(text: str) -> float:
 
 def test_self_grading_gives_the_graders_points(tmp_path, monkeypatch, pipeline):
     rows, _ = pipeline
-    graded = {student: rows[(student, FIRST.name)] for student in _samples(FIRST)}
-    for student, nb in _samples(FIRST).items():
+    samples = _samples(FIRST)
+    graded = {student: rows[(student, FIRST.name)] for student in samples}
+    for student, nb in samples.items():
         if student != "solution":   # the solution's kernel run is the simulated Colab's (full marks, every notebook)
             folder = tmp_path / "kernel" / student
             folder.mkdir(parents=True)
