@@ -1278,10 +1278,15 @@ for max_norm in [10.0, 0.5]:
 # %% [markdown] id="c41"
 # ### Exercise: the training step
 #
-# *Points: 1 visible, 2 hidden (losses and parameters after steps with changing learning rates and clipping, SGD with momentum), 1 hidden (two parameter groups and two tensors: every group's learning rate set, clipping over both), 1 hidden (edge cases: the default max_norm, the loss returned as a Python float), 1 hidden (mixed precision: autocast around the forward only, a loss scaler's calls in order, clipping on the unscaled gradients).*
+# *Points: 1 visible, 2 hidden (losses and parameters after steps with changing learning rates and clipping, SGD with momentum), 1 hidden (two parameter groups and two tensors: every group's learning rate set, clipping over both), 1 hidden (edge cases: the default max_norm, the loss returned as a Python float, training mode from either starting mode), 1 hidden (mixed precision: autocast around the forward only, a loss scaler's calls in order, clipping on the unscaled gradients).*
 #
 # The body of the training loop is yours. One step, in this order:
 #
+# 0. put the model in training mode, `model.train()` (which reaches every submodule): the evaluation
+#    between steps switches it to eval mode, and a model with dropout or batch norm computes something
+#    else in eval mode; its gradients would train a different network from the one you meant. Our GPT
+#    has neither, so for it the two modes agree, but the step must be right for any model (and leaves it
+#    in training mode);
 # 1. set the learning rate of **every** parameter group to this step's `lr` (the schedule is applied
 #    *before* the update it governs: setting it afterwards shifts the whole schedule by one step);
 # 2. clear the old gradients (`optimizer.zero_grad`);
@@ -1354,11 +1359,13 @@ def train_step(model, optimizer, x, y, lr, max_norm=1.0, precision=None, scaler=
         backward runs on scaler.scale(loss); scaler.unscale_(optimizer) comes before the clipping (which
         must see the true gradients); scaler.step(optimizer) then scaler.update() replace optimizer.step().
     Returns:
-        A Python float: the loss (unscaled). Effects, in order: every group's "lr" set to lr; gradients
-        cleared; forward; backward; gradients clipped to global norm max_norm; optimizer.step() (with a
-        scaler: scale, backward, unscale_, clip, step, update).
+        A Python float: the loss (unscaled). Effects, in order: model.train() (the forward runs in training
+        mode, every submodule included, whatever mode the model came in; it is left in training mode); every
+        group's "lr" set to lr; gradients cleared; forward; backward; gradients clipped to global norm
+        max_norm; optimizer.step() (with a scaler: scale, backward, unscale_, clip, step, update).
     """
     ### BEGIN SOLUTION
+    model.train()
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
@@ -1476,7 +1483,7 @@ for step, lr in enumerate([0.5, 0.2]):
 ### END HIDDEN TESTS
 
 # %% id="0e005e14" nbgrader={"grade": true, "grade_id": "test_train_step_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for train_step (edge cases: the default max_norm, the loss returned as a Python float) run when your notebook is graded.
+# Hidden tests for train_step (edge cases: the default max_norm, the loss returned as a Python float, training mode from either starting mode) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 import torch.nn.functional as F
@@ -1497,6 +1504,23 @@ checks.assert_close(probes.parameters(model)["table"], reference.table.detach() 
                     name="one step with the default max_norm (1.0)")
 checks.assert_true(type(returned) is float, name="train_step's return value", problem=f"it returned {type(returned).__name__}.",
                    hint="Return loss.item(): a Python float, not the loss tensor (which would keep the graph alive).")
+# Training mode, whatever mode the model comes in: a wrapper around a nested BigramLM records both modules'
+# modes and the gradient mode at each forward; two steps, so a mode changed after the first shows in the second.
+for starts_training in (True, False):
+    start = "train" if starts_training else "eval"
+    recorder = probes.make("utils.markov.ModeRecordingLM", 5, seed=2)
+    recorder.train(starts_training)
+    optimizer = probes.make("torch.optim.SGD", recorder.parameters(), lr=1.0)
+    for _ in range(2):
+        train_step(recorder, optimizer, x, y, 0.1)
+    checks.assert_equal([(m["training"], m["inner_training"], m["grad_enabled"]) for m in recorder.forward_modes],
+                        [(True, True, True)] * 2,
+                        name=f"(model training, nested module training, gradients recorded) at each of two forwards, model given in {start} mode",
+                        hint="Call model.train() first: it sets training mode on every submodule (model.training = True "
+                             "sets the top module only).")
+    checks.assert_true(recorder.training is True and recorder.inner.training is True,
+                       name=f"the model's mode after train_step, given in {start} mode",
+                       problem="it was left in eval mode.", hint="The step leaves the model in training mode.")
 ### END HIDDEN TESTS
 
 # %% id="b4e6edc2" nbgrader={"grade": true, "grade_id": "test_train_step_hidden_precision", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
