@@ -2599,7 +2599,7 @@ show_table(["text", "ids (what the model sees)", "pieces", "r's per piece", "r's
 #
 # ### Exercise 9: one-hot vectors
 #
-# *Points: 1 visible, 2 hidden (ids of several shapes and integer dtypes, one_hot @ E against F.embedding), 1 hidden (edge cases: repeated ids, an empty tensor, a 0-d id).*
+# *Points: 1 visible, 2 hidden (ids of several shapes and integer dtypes, one_hot @ E against F.embedding), 1 hidden (edge cases: repeated ids, an empty tensor, a 0-d id, the result on the device of ids).*
 #
 # Build the one-hot matrix yourself (not with `F.one_hot`, which returns integers). Think of entry
 # $(t, j)$ as the answer to a yes/no question about the id at position $t$ and the column $j$, asked for
@@ -2676,7 +2676,7 @@ for shape in [(7,), (4, 7), (2, 3, 5)]:
 ### END HIDDEN TESTS
 
 # %% id="b1005346" nbgrader={"grade": true, "grade_id": "test_one_hot_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for one_hot (edge cases: repeated ids, an empty tensor, a 0-d id) run when your notebook is graded.
+# Hidden tests for one_hot (edge cases: repeated ids, an empty tensor, a 0-d id, the result on the device of ids) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 import torch.nn.functional as F
@@ -2691,6 +2691,15 @@ for shape in [(2, 0), (0, 3)]:
                          shape=(*shape, 6), dtype=torch.float32, hint="the shape is (..., vocab_size) for empty ids too.")
 checks.assert_tensor(one_hot(torch.tensor(3), 6), name="one_hot(tensor(3), 6)", shape=(6,), dtype=torch.float32,
                      hint="a 0-d id gives one vector.")
+# On the device of ids: ids on PyTorch's meta device (shapes, no values) stand in for ids on a GPU. A result
+# built without device= comes back on the CPU; code that reads the ids' values cannot run there and is not judged.
+from utils import probes
+seen = probes.make("utils.meta_device.result_device_on_meta", one_hot, torch.tensor([[2, 0], [1, 3]]), 5)
+checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                   name="the device of one_hot(ids, 5) for ids on another device than the CPU (the meta device)",
+                   problem=f"ids were on the meta device; {seen}",
+                   hint="Build the result on ids.device (e.g. torch.arange(vocab_size, device=ids.device)): "
+                        "with ids on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c68"

@@ -1,0 +1,36 @@
+"""utils.meta_device: which device a function makes its result on, seen without a GPU."""
+
+import torch
+import torch.nn.functional as F
+
+from utils.meta_device import result_device_on_meta
+
+IDS = torch.tensor([[2, 0], [1, 3]])
+
+
+def test_a_result_made_on_the_inputs_device_is_meta():
+    for fn in (lambda ids, v: (ids.unsqueeze(-1) == torch.arange(v, device=ids.device)).float(),
+               lambda ids, v: F.one_hot(ids, v).float(),
+               lambda ids, v: torch.eye(v, device=ids.device)[ids]):
+        assert result_device_on_meta(fn, IDS, 5) == {"outcome": "device", "device": "meta"}
+
+
+def test_a_result_made_without_device_is_on_the_cpu():
+    assert result_device_on_meta(lambda ids, v: torch.eye(v)[ids], IDS, 5) == {"outcome": "device", "device": "cpu"}
+    made_on_cpu = result_device_on_meta(lambda ids, v: (torch.zeros(*ids.shape, v).scatter(-1, ids.unsqueeze(-1), 1.0), 7), IDS, 5)
+    assert made_on_cpu == {"outcome": "device", "device": "cpu"}
+
+
+def test_mixing_devices_is_a_mismatch_and_reading_values_is_not_counted():
+    mixed = result_device_on_meta(lambda ids, v: (ids.unsqueeze(-1) == torch.arange(v)).float(), IDS, 5)
+    assert mixed["outcome"] == "mismatch" and "device" in mixed["error"]
+    reads = result_device_on_meta(lambda ids, v: torch.tensor([[float(i == j) for j in range(v)] for i in ids.flatten().tolist()]), IDS, 5)
+    assert reads["outcome"] == "needs values"
+    assert result_device_on_meta(lambda ids, v: ids.shape, IDS, 5) == {"outcome": "no tensor"}
+
+
+def test_tensors_inside_lists_and_keywords_move_too():
+    seen = []
+    result_device_on_meta(lambda xs, scale=None: seen.extend([xs[0].device.type, scale.device.type]) or xs[0],
+                          [IDS], scale=torch.ones(1))
+    assert seen == ["meta", "meta"]

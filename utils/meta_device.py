@@ -1,0 +1,52 @@
+"""Where a function makes its result, seen on a machine without a GPU.
+
+A tensor on PyTorch's ``meta`` device has a shape and a dtype but no values. Code that builds its result
+on the device of its input (``torch.zeros(..., device=ids.device)``, ``torch.arange(n, device=x.device)``,
+operations on the input itself) gives a meta result for a meta input; code that builds it with no
+``device=`` gives a CPU result, the same mistake that on a GPU hands a CPU tensor back for a GPU input.
+So a test on a CPU-only machine can check a clause "on the device of `ids`".
+
+Code that reads its input's values (``.tolist()``, ``.item()``, ``.numpy()``) cannot run on meta: that
+says nothing about the device, and the outcome is "needs values", which a test does not count against it.
+
+A test instrument, built where the student's code runs with
+``probes.make("utils.meta_device.result_device_on_meta", fn, *args)``; students receive it as it is.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# What PyTorch says when a meta tensor meets a tensor on another device in one operation (as a GPU
+# tensor meeting a CPU tensor would): a device mistake, not a read of values.
+DEVICE_MISMATCH_MESSAGES = ("is not on the expected device", "Expected all tensors to be on the same device")
+
+
+def _to_meta(value):
+    if isinstance(value, torch.Tensor):
+        return value.to("meta")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_meta(v) for v in value)
+    return value
+
+
+def result_device_on_meta(fn, *args, **kwargs) -> dict:
+    """Call ``fn`` with every tensor argument (also inside lists and tuples) moved to the meta device.
+
+    Returns plain data: ``{"outcome": "device", "device": "meta" | "cpu" | ...}`` with the device type of the
+    result (a tensor, or the first tensor of a returned tuple or list); ``{"outcome": "mismatch", "error":
+    message}`` when the call mixed the meta input with a tensor made on another device; ``{"outcome":
+    "needs values", "error": message}`` when it raised for another reason (it read the input's values);
+    ``{"outcome": "no tensor"}`` when it returned no tensor.
+    """
+    try:
+        result = fn(*_to_meta(list(args)), **{k: _to_meta(v) for k, v in kwargs.items()})
+    except Exception as error:  # noqa: BLE001 - every failure is reported, none is raised into the test
+        message = f"{type(error).__name__}: {error}"
+        mismatch = any(text in str(error) for text in DEVICE_MISMATCH_MESSAGES)
+        return {"outcome": "mismatch" if mismatch else "needs values", "error": message[:300]}
+    if isinstance(result, (tuple, list)):
+        result = next((r for r in result if isinstance(r, torch.Tensor)), None)
+    if not isinstance(result, torch.Tensor):
+        return {"outcome": "no tensor"}
+    return {"outcome": "device", "device": result.device.type}
