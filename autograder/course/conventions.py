@@ -77,6 +77,15 @@ def assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[Assignment]:
     return found
 
 
+def assignment(name: str, solutions_dir: Path = SOLUTIONS_DIR) -> Assignment:
+    """The assignment called ``name`` (e.g. "09_your_gpt"), as ``assignments`` gives it; KeyError naming the
+    assignments there are if none is called so."""
+    found = {a.name: a for a in assignments(solutions_dir)}
+    if name not in found:
+        raise KeyError(f"no assignment {name!r} under {solutions_dir}; there are {sorted(found)}")
+    return found[name]
+
+
 def nbgrader_meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 

@@ -42,7 +42,7 @@ def test_checks_kernel_runs_pytorch_on_one_thread_whatever_the_environment_says(
 
 @pytest.mark.slow
 def test_a_notebook_passes_on_a_busy_machine(colab, tmp_path_factory):
-    assignment = next(a for a in conventions.assignments() if a.name == LOADED_NOTEBOOK)
+    assignment = conventions.assignment(LOADED_NOTEBOOK)
     run = run_of(assignment, colab, tmp_path_factory)
     report = run.report
     assert not report.cell_errors, "fails on a busy machine:\n" + "\n".join(report.cell_errors.values())

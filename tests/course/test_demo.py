@@ -39,7 +39,7 @@ def test_the_demo_leaves_the_repository_untouched(tmp_path, monkeypatch, capsys)
     before = repository_state()
     assert demo.run_demo(tmp_path / "out", 1, demo.selected_assignments(None)) == 0
     assert repository_state() == before, "the demo changed files in the repository"
-    name = next(a.source_path.name for a in conventions.assignments() if a.name == demo.DEFAULT_ASSIGNMENT)
+    name = conventions.assignment(demo.DEFAULT_ASSIGNMENT).source_path.name
     assert graded["samples"] == [f"{student}/{demo.DEFAULT_ASSIGNMENT}/{name}" for student in
                                  ("alice_correct", "bob_partial", "carol_untouched", "dave_broken", "erin_crash")]
     assert ROOT not in graded["solutions"].parents, "graded against the scratch copy's solutions"

@@ -40,7 +40,7 @@ def _execute_with_probe(name: str, probe: str, monkeypatch) -> tuple[dict, list[
     monkeypatch.setenv(precision.GPU_CONFIG_ON_CPU, "1")
     monkeypatch.setenv("COURSE_OFFLINE", "1")
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    assignment = next(a for a in conventions.assignments() if a.name == name)
+    assignment = conventions.assignment(name)
     nb = copy.deepcopy(load_solution(assignment))
     nb.cells.append(nbformat.v4.new_code_cell(probe))
     client = NotebookClient(nb, timeout=1200, kernel_name="python3", allow_errors=True,

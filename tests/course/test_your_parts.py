@@ -54,7 +54,7 @@ def _run_notebook_09(here: Path) -> tuple[str, list[str]]:
     """Notebook 09's solution executed in ``here``, cell by cell: (the text it printed, the errors)."""
     from nbclient import NotebookClient
 
-    nb = load_solution(next(a for a in conventions.assignments() if a.name == "09_your_gpt"))
+    nb = load_solution(conventions.assignment("09_your_gpt"))
     client = NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(here)}})
     printed, errors = [], []

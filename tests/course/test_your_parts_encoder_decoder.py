@@ -70,7 +70,7 @@ def _course(tmp_path: Path, variance_scale: float = 1.0, fused: bool = False) ->
 
 @pytest.fixture(scope="module")
 def seq2seq_class():
-    assignment = next(a for a in conventions.assignments() if a.name == "12_encoder_decoder")
+    assignment = conventions.assignment("12_encoder_decoder")
     namespace: dict = {}
     for cell in load_solution(assignment).cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):

@@ -123,7 +123,7 @@ def _first_visible_failure(notebook: str, exercise: str, mutant: str) -> str:
     from autograder.course import conventions, mutant_edits
     from autograder.course.solution_source import load_solution
 
-    nb = load_solution(next(a for a in conventions.assignments() if a.name == notebook))
+    nb = load_solution(conventions.assignment(notebook))
     visible = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"test_{exercise}")
     mutants = mutant_edits.mutants_by_exercise(nb, conventions.MUTANTS_DIR / f"{notebook}.toml", {exercise})
     namespace: dict = {}

@@ -94,3 +94,9 @@ def test_the_text_source_is_never_released_and_a_lone_notebook_is_refused(tmp_pa
     (tmp_path / "solutions" / "01_fixture" / "fixture.py").unlink()
     with pytest.raises(ValueError, match="source import"):
         conventions.assignments(tmp_path / "solutions")
+
+
+def test_one_assignment_by_name_and_an_unknown_name_lists_those_there_are():
+    assert conventions.assignment("04_scaling").source_path == ASSIGNMENTS[3].source_path
+    with pytest.raises(KeyError, match="01_next_token"):
+        conventions.assignment("99_missing")
