@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,15 @@ def format_table(rows: list[list], earned: float, total: float) -> str:
             lines += [f"    {'':{len(grade_id)}}  {line}" for line in text[1:]]
     lines.append(f"\nTotal: {earned:g} / {total:g} points")
     return "\n".join(lines)
+
+
+TOTAL_LINE = re.compile(r"Total: ([0-9.]+) / ([0-9.]+) points")
+
+
+def printed_total(text: str) -> tuple[float, float] | None:
+    """(earned, out of) from the total line ``format_table`` prints, or None if ``text`` has none."""
+    match = TOTAL_LINE.search(text)
+    return (float(match.group(1)), float(match.group(2))) if match else None
 
 
 def grade_this_notebook(assignment_name: str) -> None:

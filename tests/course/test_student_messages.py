@@ -39,6 +39,8 @@ def test_self_grading_table_shows_every_failure_whole_with_its_hint():
     assert "ValueError: expected an error for dim=5" in table, "every failed test of an exercise is shown"
     assert "Total: 2 / 5 points" in table
     assert re.search(r"^softmax\s+1 / 4\s+hidden tests failed$", table, re.M), table
+    assert selfgrade.printed_total(table) == (2.0, 5.0)
+    assert selfgrade.printed_total(table.replace("Total", "total")) is None
 
 
 def test_self_grading_cell_does_not_echo_the_total(monkeypatch, capsys):
