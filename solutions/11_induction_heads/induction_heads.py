@@ -597,7 +597,7 @@ print(f"repeat of length {n} from position {length - n} (red line): the inductio
 #
 # ### Exercise 2: `ov_circuit` and `copying_score` (1 visible + 2 hidden + 1 hidden for edge cases)
 #
-# *Points: 1 visible, 2 hidden (ov_circuit for every head of three shapes against einsum, copying_score against a count with ties, on circuits whose rows and columns read differently, and on leads of one rounding step), 1 hidden (edge cases: a head out of range or a width the heads do not divide raises ValueError, a 1 x 1 circuit, the score is a Python float).*
+# *Points: 1 visible, 2 hidden (ov_circuit for every head of three shapes against einsum, copying_score against a count with ties, on circuits whose rows and columns read differently, and on leads of one rounding step), 1 hidden (edge cases: a head out of range or a width the heads do not divide raises ValueError, float64 weights, a 1 x 1 circuit, the score is a Python float).*
 
 # %% id="nb11-017" nbgrader={"grade": false, "grade_id": "copying", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -612,7 +612,8 @@ def ov_circuit(W_E, W_V, W_O, W_U, head, n_head):
             W_U: (d, V) unembedding. Float tensors of one dtype.
         head: int, 0 <= head < n_head. n_head: int >= 1 dividing d.
     Returns:
-        A new (V, V) tensor whose row t is the change of the V logits when the head attends to token t.
+        A new (V, V) tensor of the inputs' dtype whose row t is the change of the V logits when the head
+        attends to token t.
     Raises:
         ValueError: if head is out of range or n_head does not divide d.
     """
@@ -712,7 +713,7 @@ print("ov_circuit, copying_score: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="cf7dcbdc" nbgrader={"grade": true, "grade_id": "test_copying_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for ov_circuit and copying_score (edge cases: a head out of range or a width the heads do not divide raises ValueError, a 1 x 1 circuit, the score is a Python float) run when your notebook is graded.
+# Hidden tests for ov_circuit and copying_score (edge cases: a head out of range or a width the heads do not divide raises ValueError, float64 weights, a 1 x 1 circuit, the score is a Python float) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 from utils import checks
@@ -721,6 +722,15 @@ for bad_head, n_head in [(3, 3), (-1, 3), (0, 4)]:
     checks.assert_raises(ValueError, ov_circuit, torch.randn(5, 6), torch.randn(6, 6),
                          torch.randn(6, 6), torch.randn(6, 5), bad_head, n_head,
                          name=f"ov_circuit(head={bad_head}, n_head={n_head}) with d = 6")
+
+# float64 weights give a float64 circuit, to float64 precision.
+generator = torch.Generator().manual_seed(23)
+W_E, W_V, W_O, W_U = (torch.randn(*shape, generator=generator, dtype=torch.float64) for shape in ((5, 4), (4, 4), (4, 4), (4, 5)))
+circuit = ov_circuit(W_E, W_V, W_O, W_U, 1, 2)
+checks.assert_tensor(circuit, name="ov_circuit of float64 weights", shape=(5, 5), dtype=torch.float64,
+                     hint="Multiply in the weights' dtype; do not convert to float32.")
+checks.assert_close(circuit, torch.einsum("vd,de,ef,fw->vw", W_E, W_V[:, 2:], W_O[2:, :], W_U), atol=1e-12, rtol=1e-12,
+                    name="ov_circuit of float64 weights (head 1 of 2), to float64 precision")
 
 score = copying_score(torch.eye(4) * 3)
 checks.assert_true(type(score) is float, name="copying_score's return type", problem=f"it returned {type(score).__name__}.",
