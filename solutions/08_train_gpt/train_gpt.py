@@ -779,6 +779,9 @@ for args, expected in [((0, 2e-3, 2e-4, 10, 50), 2e-4), ((30, 2e-3, 2e-4, 10, 50
                        ((50, 2e-3, 2e-4, 10, 50), 2e-4), ((99, 2e-3, 2e-4, 10, 50), 2e-4),
                        ((0, 0.5, 0.05, 0, 20), 0.5), ((19, 0.5, 0.05, 0, 20), 0.05 + 0.5 * (1 + math.cos(math.pi * 19 / 20)) * 0.45),
                        ((9, 1e-3, 1e-4, 10, 10), 1e-3), ((10, 1e-3, 1e-4, 10, 10), 1e-4), ((11, 1e-3, 1e-4, 10, 10), 1e-4),
+                       # A one-step warm-up is a warm-up: step 0 already at max_lr, the cosine from step 1.
+                       ((0, 3e-3, 3e-4, 1, 11), 3e-3), ((1, 3e-3, 3e-4, 1, 11), 3e-3),
+                       ((6, 3e-3, 3e-4, 1, 11), 3e-4 + 0.5 * (1 + math.cos(math.pi * 0.5)) * 27e-4),
                        # Integer rates (a decay all the way to min_lr = 0): still a Python float in every phase.
                        ((3, 1, 0, 10, 50), 0.4), ((30, 1, 0, 10, 50), 0.5 * (1 + math.cos(math.pi * 0.5))),
                        ((50, 1, 0, 10, 50), 0.0), ((70, 1, 0, 10, 50), 0.0)]:
