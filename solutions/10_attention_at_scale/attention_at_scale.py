@@ -699,6 +699,13 @@ out = tiled_attention(q64, k64, v64, 4)
 checks.assert_tensor(out, name="tiled_attention on float64 inputs", shape=(1, 6, 4), dtype=torch.float64,
                      hint="Create the output and the running tensors with q's dtype.")
 checks.assert_close(out, F.scaled_dot_product_attention(q64, k64, v64), atol=1e-10, name="tiled_attention in float64")
+# bfloat16 in, bfloat16 out (accumulating in float32 is fine, but the result is converted back to q's dtype).
+q16, k16, v16 = (t.to(torch.bfloat16) for t in (q, k, v))
+out = tiled_attention(q16, k16, v16, 4, causal=True)
+checks.assert_tensor(out, name="tiled_attention on bfloat16 inputs", shape=(1, 6, 4), dtype=torch.bfloat16,
+                     hint="The result has q's dtype: if you accumulate in float32, convert back before returning.")
+checks.assert_close(out.float(), F.scaled_dot_product_attention(q16.float(), k16.float(), v16.float(), is_causal=True),
+                    atol=5e-2, rtol=5e-2, name="tiled_attention in bfloat16 (to bfloat16 rounding)")
 
 out = tiled_attention(q, k, v, 4)
 checks.assert_tensor(out, name="tiled_attention on float32 inputs", shape=(1, 6, 4), dtype=torch.float32,
@@ -1156,8 +1163,12 @@ checks.assert_equal(out.tolist(), [[3, 1, 4]], name="generate_greedy(..., max_ne
 out = generate_greedy(model, prompt, 7)
 checks.assert_tensor(out, name="generate_greedy up to exactly block_size tokens", shape=(1, 10), dtype=torch.int64,
                      hint="3 + 7 = 10 = block_size is allowed: the last chosen token is never fed back.")
+model.train()
 checks.assert_raises(ValueError, generate_greedy, model, prompt, 8, name="generate_greedy past block_size (3 + 8 > 10)",
                      hint="Check T + max_new_tokens against model.block_size before generating.")
+checks.assert_true(model.training is True, name="the mode of a model in train mode after generate_greedy raised ValueError",
+                   problem="the model was left in eval mode.",
+                   hint="Check the length before switching to eval mode (or restore the mode in a finally: block).")
 model.train()
 generate_greedy(model, prompt, 2)
 checks.assert_true(model.training is True, name="the model's mode after generate_greedy on a model in train mode",
