@@ -430,7 +430,7 @@ checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_bat
 #
 # ### Exercise 2: `lm_loss` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: NaN when no position is counted, the default `ignore_index`, inputs left unchanged).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: NaN when no position is counted, the default `ignore_index`, inputs left unchanged, logits and targets that are not contiguous).*
 #
 # Flatten the batch and time dimensions and let `F.cross_entropy` do the rest (its `ignore_index`
 # argument exists for exactly this), or write it with `log_softmax` and `gather` as in notebook 01.
@@ -444,9 +444,9 @@ def lm_loss(logits, targets, ignore_index=-100):
     """Mean next-token cross-entropy over all counted positions of a batch.
 
     Args:
-        logits: floating tensor (B, T, V), the model's scores at every position.
-        targets: int64 tensor (B, T); targets[b, t] is the token that follows position t (already
-            shifted, as get_batch returns it). Positions equal to ignore_index are not counted.
+        logits: floating tensor (B, T, V), the model's scores at every position (contiguous or not).
+        targets: int64 tensor (B, T), contiguous or not; targets[b, t] is the token that follows position t
+            (already shifted, as get_batch returns it). Positions equal to ignore_index are not counted.
         ignore_index: the target value that marks a position to leave out (default -100).
     Returns:
         A 0-dim tensor, differentiable with respect to logits: the sum over counted positions of
@@ -572,6 +572,13 @@ traced = probes.traced_call(lm_loss, logits, targets)
 checks.assert_equal(traced.args_after[1].tolist(), before[1].tolist(), name="targets after lm_loss",
                     hint="Do not overwrite the ignored targets in place; build a mask or a new tensor.")
 checks.assert_close(traced.args_after[0], before[0], atol=0, rtol=0, name="logits after lm_loss", hint="Do not modify logits in place.")
+# Logits and targets that are transposed views (as from a model that works in (T, B, V)): not contiguous.
+logits_tbv, targets_tb = torch.randn(5, 3, 7, generator=g, dtype=torch.float64), torch.randint(7, (5, 3), generator=g)
+logits, targets = logits_tbv.transpose(0, 1), targets_tb.T
+expected = F.cross_entropy(logits_tbv.transpose(0, 1).reshape(-1, 7), targets_tb.T.reshape(-1))
+checks.assert_close(lm_loss(logits, targets), expected.item(), atol=1e-10, rtol=1e-10,
+                    name="lm_loss of non-contiguous (3, 5, 7) logits and (3, 5) targets (transposed views)",
+                    hint="Flatten with reshape (or flatten), not view: view fails on a transposed tensor.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="e6142c81"
@@ -772,6 +779,9 @@ for args, expected in [((0, 2e-3, 2e-4, 10, 50), 2e-4), ((30, 2e-3, 2e-4, 10, 50
                        ((50, 2e-3, 2e-4, 10, 50), 2e-4), ((99, 2e-3, 2e-4, 10, 50), 2e-4),
                        ((0, 0.5, 0.05, 0, 20), 0.5), ((19, 0.5, 0.05, 0, 20), 0.05 + 0.5 * (1 + math.cos(math.pi * 19 / 20)) * 0.45),
                        ((9, 1e-3, 1e-4, 10, 10), 1e-3), ((10, 1e-3, 1e-4, 10, 10), 1e-4), ((11, 1e-3, 1e-4, 10, 10), 1e-4),
+                       # A one-step warm-up is a warm-up: step 0 already at max_lr, the cosine from step 1.
+                       ((0, 3e-3, 3e-4, 1, 11), 3e-3), ((1, 3e-3, 3e-4, 1, 11), 3e-3),
+                       ((6, 3e-3, 3e-4, 1, 11), 3e-4 + 0.5 * (1 + math.cos(math.pi * 0.5)) * 27e-4),
                        # Integer rates (a decay all the way to min_lr = 0): still a Python float in every phase.
                        ((3, 1, 0, 10, 50), 0.4), ((30, 1, 0, 10, 50), 0.5 * (1 + math.cos(math.pi * 0.5))),
                        ((50, 1, 0, 10, 50), 0.0), ((70, 1, 0, 10, 50), 0.0)]:
@@ -1173,7 +1183,7 @@ checks.assert_tensor(traced.result, name="sample_next_token on (3, 10)", shape=(
 #
 # ### Exercise 5: `estimate_loss` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the return type, the weights left unchanged).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the return type, the weights left unchanged, batches that are not contiguous).*
 
 # %% id="afcb030d" nbgrader={"grade": false, "grade_id": "estimate_loss", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1185,8 +1195,8 @@ def estimate_loss(model, batches):
 
     Args:
         model: an nn.Module mapping int64 ids (B, T) to logits (B, T, V).
-        batches: a non-empty list of (x, y) pairs of int64 tensors (B, T) on the model's device;
-            y is x's target (shifted by one) and may contain -100 (position not counted).
+        batches: a non-empty list of (x, y) pairs of int64 tensors (B, T) on the model's device,
+            contiguous or not; y is x's target (shifted by one) and may contain -100 (position not counted).
     Returns:
         A Python float: the average over the batches of each batch's mean cross-entropy
         (F.cross_entropy over the flattened positions, ignore_index=-100).
@@ -1292,6 +1302,23 @@ checks.assert_equal([(c["grad_enabled"], c["training"]) for c in model.calls], [
 checks.assert_equal(model.training, True, name="model.training after estimate_loss (training before)")
 checks.assert_close(probes.parameters(model)["table"], table, atol=0, rtol=0, name="the model's weights after evaluation",
                     hint="Evaluation must not change the weights.")
+
+# A model with a submodule: model.eval() and model.train(mode) set every submodule's mode; assigning
+# model.training sets the outer module's flag only (dropout inside the blocks would stay on, or stay off).
+for starts_training in (True, False):
+    inner = probes.make("utils.recording.RecordingLM", vocab_size=9, seed=41)
+    outer = probes.make("torch.nn.Sequential", inner)
+    outer.train(starts_training)
+    checks.assert_close(estimate_loss(outer, batches[:2]), sum(batch_loss(x, y) for x, y in batches[:2]) / 2,
+                        name="estimate_loss of nn.Sequential(RecordingLM) on 2 batches")
+    checks.assert_equal([c["training"] for c in inner.calls], [False, False],
+                        name=f"the submodule's mode during estimate_loss (the model started with training={starts_training})",
+                        hint="Call model.eval(): it switches every submodule; model.training = False switches only the "
+                             "outer module.")
+    checks.assert_equal([outer.training, inner.training], [starts_training, starts_training],
+                        name=f"(model.training, submodule.training) after estimate_loss (both {starts_training} before)",
+                        hint="Restore with model.train(was_training), which sets every submodule; assigning "
+                             "model.training changes the outer module only.")
 ### END HIDDEN TESTS
 
 # %% id="8b2aa94f" nbgrader={"grade": true, "grade_id": "test_estimate_loss_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -1315,6 +1342,11 @@ checks.assert_true(isinstance(loss, float), name="estimate_loss's return value",
                    hint="Return a number (.item()), not a tensor: a float cannot keep a graph alive.")
 checks.assert_close(loss, expected, name="estimate_loss on 3 batches of (2, 4)")
 checks.assert_close(probes.parameters(model)["table"], table, atol=0, rtol=0, name="the model's weights after evaluation")
+# Batches whose x and y are transposed views (not contiguous).
+x_tb, y_tb = torch.randint(6, (4, 2), generator=g), torch.randint(6, (4, 2), generator=g)
+expected = F.cross_entropy(table[x_tb.T].reshape(-1, 6), y_tb.T.reshape(-1)).item()
+checks.assert_close(estimate_loss(model, [(x_tb.T, y_tb.T)]), expected, name="estimate_loss on a batch of transposed (2, 4) views",
+                    hint="Flatten with reshape (or flatten), not view: view fails on a tensor that is not contiguous.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="5f5595eb"

@@ -434,6 +434,17 @@ m, s = online_softmax_update(m, s, torch.tensor([[1002.0]]))
 checks.assert_close(m + s.log(), torch.logsumexp(torch.tensor([1000.0, 999.0, 1002.0]), dim=0).reshape(1), atol=1e-4,
                     name="log-sum-exp of (1000, 999 | 1002)",
                     hint="Never exponentiate a raw score: subtract the new maximum first (exp(1000) is inf in float32).")
+# A block far above a finite running max: exp(block - old max) overflows (exp(200) is inf in float32), even if
+# it is multiplied by exp(old max - new max) afterwards; only exp(block - new max) stays <= 1.
+for dtype, jump in ((torch.float32, 200.0), (torch.float64, 1000.0)):
+    m, s = online_softmax_update(torch.tensor([-inf], dtype=dtype), torch.tensor([0.0], dtype=dtype),
+                                 torch.tensor([[0.0, -1.0]], dtype=dtype))
+    m, s = online_softmax_update(m, s, torch.tensor([[jump, jump - 1.0]], dtype=dtype))
+    expected = torch.logsumexp(torch.tensor([0.0, -1.0, jump, jump - 1.0], dtype=torch.float64), dim=0).reshape(1)
+    checks.assert_close((m + s.log()).double(), expected, atol=1e-4,
+                        name=f"log-sum-exp of (0, -1 | {jump:g}, {jump - 1:g}), {dtype}",
+                        hint="Exponentiate the block against the NEW maximum (block - new_max <= 0), never against the old one: "
+                             "exp(block - old_max) overflows before any rescaling can bring it back.")
 
 # Inputs left unchanged, results are new tensors.
 running_max, running_sum, block = torch.tensor([0.5, -1.0]), torch.tensor([2.0, 3.0]), torch.tensor([[3.0, 1.0], [-2.0, 0.0]])
@@ -688,6 +699,13 @@ out = tiled_attention(q64, k64, v64, 4)
 checks.assert_tensor(out, name="tiled_attention on float64 inputs", shape=(1, 6, 4), dtype=torch.float64,
                      hint="Create the output and the running tensors with q's dtype.")
 checks.assert_close(out, F.scaled_dot_product_attention(q64, k64, v64), atol=1e-10, name="tiled_attention in float64")
+# bfloat16 in, bfloat16 out (accumulating in float32 is fine, but the result is converted back to q's dtype).
+q16, k16, v16 = (t.to(torch.bfloat16) for t in (q, k, v))
+out = tiled_attention(q16, k16, v16, 4, causal=True)
+checks.assert_tensor(out, name="tiled_attention on bfloat16 inputs", shape=(1, 6, 4), dtype=torch.bfloat16,
+                     hint="The result has q's dtype: if you accumulate in float32, convert back before returning.")
+checks.assert_close(out.float(), F.scaled_dot_product_attention(q16.float(), k16.float(), v16.float(), is_causal=True),
+                    atol=5e-2, rtol=5e-2, name="tiled_attention in bfloat16 (to bfloat16 rounding)")
 
 out = tiled_attention(q, k, v, 4)
 checks.assert_tensor(out, name="tiled_attention on float32 inputs", shape=(1, 6, 4), dtype=torch.float32,
@@ -834,7 +852,7 @@ for T in (256, 1024):
 # $t \times (P + t)$ score matrix. (`F.scaled_dot_product_attention(..., is_causal=True)` aligns it to
 # the *top left*, which is right only when $P = 0$. Pass an explicit boolean `attn_mask` instead.)
 #
-# ### Exercise 3: `cached_attention` (1 visible + 2 hidden for the output and the cache + 1 hidden for the first step, several new tokens and inputs left alone)
+# ### Exercise 3: `cached_attention` (1 visible + 2 hidden for the output and the cache + 1 hidden for the first step, several new tokens, large scores, float64 and inputs left alone)
 #
 # `TinyGPT` (in `utils.tiny_gpt`) calls your function from every layer on its cached path: it passes the
 # new tokens' queries, keys and values (heads already split), and that layer's cache.
@@ -854,9 +872,9 @@ def cached_attention(q, k, v, cache):
         cache: None before the first call (P = 0), else the dict this function returned last time:
             {"k": (B, H, P, d) keys, "v": (B, H, P, d_v) values} of the P earlier tokens.
     Returns:
-        (out, new_cache): out is a new tensor (B, H, t, d_v) in which new token i attends, with scale
-        1/sqrt(d), to the keys of positions 0, ..., P + i (everything cached, and the new tokens up
-        to itself); new_cache is a NEW dict {"k": (B, H, P + t, d), "v": (B, H, P + t, d_v)}, the old
+        (out, new_cache): out is a new tensor (B, H, t, d_v) with q's dtype, in which new token i attends,
+        with scale 1/sqrt(d), to the keys of positions 0, ..., P + i (everything cached, and the new
+        tokens up to itself), whatever the size of the scores; new_cache is a NEW dict {"k": (B, H, P + t, d), "v": (B, H, P + t, d_v)}, the old
         entries first, then the new ones. The result equals full causal attention over all P + t
         tokens at the last t positions. q, k, v, the cache dict and its tensors are left unchanged.
     """
@@ -971,6 +989,29 @@ checks.assert_close(old_after["k"], old["k"], atol=0, rtol=0, name="the old cach
 checks.assert_close(old_after["v"], old["v"], atol=0, rtol=0, name="the old cache's values after the call")
 checks.assert_true(not traced.returns_argument, name="cached_attention's new cache",
                    problem="it returned the cache dict it was given.", hint="Build and return a new dict.")
+
+# Large scores: a later key whose score is 4e4 above the allowed ones still gets weight exactly 0 (a mask of -1e4
+# added to it is not enough), and exp of scores in the thousands overflows unless the row maximum comes off first.
+q = torch.ones(1, 1, 3, 2)
+k = torch.tensor([[0.0, 0.0], [1.0, 1.0], [3e4, 3e4]]).view(1, 1, 3, 2)
+v = torch.tensor([[1.0], [2.0], [4.0]]).view(1, 1, 3, 1)
+expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
+for P in (0, 1):
+    cache = None if P == 0 else {"k": k[..., :P, :], "v": v[..., :P, :]}
+    out, _ = cached_attention(q[..., P:, :], k[..., P:, :], v[..., P:, :], cache)
+    checks.assert_close(out, expected[..., P:, :], atol=1e-5,
+                        name=f"{3 - P} new tokens after {P} cached, scores 0, 1.4 and 4e4 (the last key hidden from the "
+                             "earlier queries)",
+                        hint="Mask with -inf or a boolean mask (never a finite penalty such as -1e4, which a score 4e4 "
+                             "overcomes), and take the softmax with the row maximum subtracted (exp(4e4) is inf): "
+                             "torch.softmax or F.scaled_dot_product_attention do.")
+# float64 in, float64 out, to float64 precision.
+q, k, v = torch.randn(3, 2, 2, 5, 3, dtype=torch.float64, generator=generator).unbind(0)
+out, cache = cached_attention(q[..., 3:, :], k[..., 3:, :], v[..., 3:, :], {"k": k[..., :3, :], "v": v[..., :3, :]})
+checks.assert_tensor(out, name="cached_attention's output for float64 inputs", shape=(2, 2, 2, 3), dtype=torch.float64,
+                     hint="Compute in the inputs' dtype; do not convert to float32.")
+checks.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True)[..., 3:, :], atol=1e-12, rtol=1e-12,
+                    name="2 float64 tokens after 3 cached, to float64 precision")
 print("cached_attention: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1122,8 +1163,12 @@ checks.assert_equal(out.tolist(), [[3, 1, 4]], name="generate_greedy(..., max_ne
 out = generate_greedy(model, prompt, 7)
 checks.assert_tensor(out, name="generate_greedy up to exactly block_size tokens", shape=(1, 10), dtype=torch.int64,
                      hint="3 + 7 = 10 = block_size is allowed: the last chosen token is never fed back.")
+model.train()
 checks.assert_raises(ValueError, generate_greedy, model, prompt, 8, name="generate_greedy past block_size (3 + 8 > 10)",
                      hint="Check T + max_new_tokens against model.block_size before generating.")
+checks.assert_true(model.training is True, name="the mode of a model in train mode after generate_greedy raised ValueError",
+                   problem="the model was left in eval mode.",
+                   hint="Check the length before switching to eval mode (or restore the mode in a finally: block).")
 model.train()
 generate_greedy(model, prompt, 2)
 checks.assert_true(model.training is True, name="the model's mode after generate_greedy on a model in train mode",
@@ -1276,7 +1321,8 @@ n = 12 * 12 * 768 ** 2 + 50257 * 768
 checks.assert_equal(training_flops_per_token(n, 12, 1024, 768), 6 * n + 113_246_208,
                     name="training_flops_per_token for GPT-2 small at T = 1024",
                     hint="Return an exact Python int: 6 * n_params + 12 * n_layer * T * d_model.")
-for args in [(7, 3, 5, 2), (10 ** 9, 32, 4096, 4096), (123, 1, 1, 1)]:
+# (2**53 + 1 and 10**17 + 3: beyond float64's 53-bit mantissa, so a sum that goes through a float is off.)
+for args in [(7, 3, 5, 2), (10 ** 9, 32, 4096, 4096), (123, 1, 1, 1), (2 ** 53 + 1, 1, 1, 1), (10 ** 17 + 3, 96, 8192, 12288)]:
     checks.assert_equal(training_flops_per_token(*args), 6 * args[0] + 12 * args[1] * args[2] * args[3],
                         name=f"training_flops_per_token{args}")
 

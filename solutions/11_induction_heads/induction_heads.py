@@ -363,8 +363,8 @@ def previous_token_score(patterns):
         patterns: float tensor (B, H, T, T), T >= 2: attention weights, patterns[b, h, i, j] the
             weight of query i on key j (rows sum to 1, zero above the diagonal).
     Returns:
-        A new float tensor (H,): for each head, the mean over b and over i = 1 .. T-1 of
-        patterns[b, h, i, i - 1]. The input is left unchanged.
+        A new tensor (H,) with the patterns' dtype: for each head, the mean over b and over i = 1 .. T-1
+        of patterns[b, h, i, i - 1]. The input is left unchanged.
     Raises:
         ValueError: if T < 2 (there is no previous position).
     """
@@ -382,10 +382,10 @@ def prefix_matching_score(patterns, tokens):
         patterns: float tensor (B, H, T, T) of attention weights, as above.
         tokens: int64 tensor (B, T): the tokens the patterns were computed on.
     Returns:
-        A new float tensor (H,): for each head, the mean over every (b, i) whose token occurred before,
-        at some j < i with tokens[b, j] == tokens[b, i], of the total weight patterns[b, h, i, j + 1]
-        summed over ALL such j (each position after an earlier occurrence counted once). Inputs are
-        left unchanged.
+        A new tensor (H,) with the patterns' dtype: for each head, the mean over every (b, i) whose
+        token occurred before, at some j < i with tokens[b, j] == tokens[b, i], of the total weight
+        patterns[b, h, i, j + 1] summed over ALL such j (each position after an earlier occurrence
+        counted once). Inputs are left unchanged.
     Raises:
         ValueError: if no position's token occurred before (the mean would be over nothing).
     """
@@ -505,6 +505,15 @@ traced = probes.traced_call(prefix_matching_score, patterns, tokens)
 checks.assert_close(traced.args_after[0], patterns, atol=0, rtol=0, name="patterns after prefix_matching_score")
 checks.assert_equal(traced.args_after[1].tolist(), [[2, 2, 2]], name="tokens after prefix_matching_score")
 checks.assert_tensor(traced.result, name="prefix_matching_score's result", shape=(2,), dtype="floating")
+# The scores have the patterns' dtype, float32 and float64 alike (a float32 mean of float64 patterns loses digits).
+for dtype in (torch.float32, torch.float64):
+    patterns = torch.tensor([[[[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.1, 0.8, 0.1]]]], dtype=dtype)
+    for name, score, expected in [("previous_token_score", previous_token_score(patterns), (0.3 + 0.8) / 2),
+                                  ("prefix_matching_score", prefix_matching_score(patterns, torch.tensor([[5, 7, 5]])), 0.8)]:
+        checks.assert_tensor(score, name=f"{name} of {dtype} patterns", shape=(1,), dtype=dtype,
+                             hint="Average in the patterns' dtype; do not convert to float32 (or float64).")
+        checks.assert_close(score, torch.tensor([expected], dtype=dtype), atol=1e-12 if dtype == torch.float64 else 1e-6,
+                            name=f"{name} of the worked example in {dtype}")
 print("head scores: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -588,7 +597,7 @@ print(f"repeat of length {n} from position {length - n} (red line): the inductio
 #
 # ### Exercise 2: `ov_circuit` and `copying_score` (1 visible + 2 hidden + 1 hidden for edge cases)
 #
-# *Points: 1 visible, 2 hidden (ov_circuit for every head of three shapes against einsum, copying_score against a count with ties, and on circuits whose rows and columns read differently), 1 hidden (edge cases: a head out of range or a width the heads do not divide raises ValueError, a 1 x 1 circuit, the score is a Python float).*
+# *Points: 1 visible, 2 hidden (ov_circuit for every head of three shapes against einsum, copying_score against a count with ties, on circuits whose rows and columns read differently, and on leads of one rounding step), 1 hidden (edge cases: a head out of range or a width the heads do not divide raises ValueError, float64 weights, a 1 x 1 circuit, the score is a Python float).*
 
 # %% id="nb11-017" nbgrader={"grade": false, "grade_id": "copying", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -603,7 +612,8 @@ def ov_circuit(W_E, W_V, W_O, W_U, head, n_head):
             W_U: (d, V) unembedding. Float tensors of one dtype.
         head: int, 0 <= head < n_head. n_head: int >= 1 dividing d.
     Returns:
-        A new (V, V) tensor whose row t is the change of the V logits when the head attends to token t.
+        A new (V, V) tensor of the inputs' dtype whose row t is the change of the V logits when the head
+        attends to token t.
     Raises:
         ValueError: if head is out of range or n_head does not divide d.
     """
@@ -690,15 +700,20 @@ circuit = torch.tensor([[1.0, 5.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
 for name, matrix, expected in [("[[1, 5, 0], [0, 0, 0], [0, 0, 1]]", circuit, 1 / 3),
                                ("[[1, 0, 0], [5, 0, 0], [0, 0, 1]]", circuit.T.contiguous(), 2 / 3),
                                ("[[1, 1], [1, 1]] + [[1, 0], [0, 0]]", torch.tensor([[2.0, 1.0], [2.0, 1.0]]), 0.5),
-                               ("[[1, 1], [1, 1]] (float64)", torch.ones(2, 2, dtype=torch.float64), 0.0)]:
+                               ("[[1, 1], [1, 1]] (float64)", torch.ones(2, 2, dtype=torch.float64), 0.0),
+                               # STRICTLY larger, by any margin: one float32 step above 1.0, and 1e-12 in float64.
+                               ("[[1 + 2^-23, 1], [0, 1]]", torch.tensor([[1.0 + 2.0 ** -23, 1.0], [0.0, 1.0]]), 1.0),
+                               ("[[1, 1 + 1e-12], [0, 1 + 1e-12]] (float64)",
+                                torch.tensor([[1.0, 1.0 + 1e-12], [0.0, 1.0 + 1e-12]], dtype=torch.float64), 0.5)]:
     checks.assert_close(copying_score(matrix), expected, atol=1e-9, name=f"copying_score of {name}",
                         hint="Row t: the effect of attending to token t. Compare circuit[t, t] with the other entries "
-                             "of ROW t (not column t); a tie does not count, whichever entry comes first.")
+                             "of ROW t (not column t) exactly: a tie does not count, whichever entry comes first, and "
+                             "any positive lead counts (no tolerance).")
 print("ov_circuit, copying_score: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="cf7dcbdc" nbgrader={"grade": true, "grade_id": "test_copying_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for ov_circuit and copying_score (edge cases: a head out of range or a width the heads do not divide raises ValueError, a 1 x 1 circuit, the score is a Python float) run when your notebook is graded.
+# Hidden tests for ov_circuit and copying_score (edge cases: a head out of range or a width the heads do not divide raises ValueError, float64 weights, a 1 x 1 circuit, the score is a Python float) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 from utils import checks
@@ -707,6 +722,15 @@ for bad_head, n_head in [(3, 3), (-1, 3), (0, 4)]:
     checks.assert_raises(ValueError, ov_circuit, torch.randn(5, 6), torch.randn(6, 6),
                          torch.randn(6, 6), torch.randn(6, 5), bad_head, n_head,
                          name=f"ov_circuit(head={bad_head}, n_head={n_head}) with d = 6")
+
+# float64 weights give a float64 circuit, to float64 precision.
+generator = torch.Generator().manual_seed(23)
+W_E, W_V, W_O, W_U = (torch.randn(*shape, generator=generator, dtype=torch.float64) for shape in ((5, 4), (4, 4), (4, 4), (4, 5)))
+circuit = ov_circuit(W_E, W_V, W_O, W_U, 1, 2)
+checks.assert_tensor(circuit, name="ov_circuit of float64 weights", shape=(5, 5), dtype=torch.float64,
+                     hint="Multiply in the weights' dtype; do not convert to float32.")
+checks.assert_close(circuit, torch.einsum("vd,de,ef,fw->vw", W_E, W_V[:, 2:], W_O[2:, :], W_U), atol=1e-12, rtol=1e-12,
+                    name="ov_circuit of float64 weights (head 1 of 2), to float64 precision")
 
 score = copying_score(torch.eye(4) * 3)
 checks.assert_true(type(score) is float, name="copying_score's return type", problem=f"it returned {type(score).__name__}.",
@@ -945,6 +969,19 @@ checks.assert_true(len(modes) > 0, name="the model calls of loss_with_head_ablat
 checks.assert_equal([mode["grad_enabled"] for mode in modes], [False] * len(modes),
                     name="gradient recording during loss_with_head_ablated's model calls",
                     hint="Compute every forward pass under torch.no_grad().")
+
+# A call that fails inside the model (token 9 is outside the vocabulary of 5) leaves no hook behind either:
+# remove the hooks in a finally: block, so the next clean loss is the clean loss.
+model.train()
+for layer, head, mode in [(0, 1, "zero"), (0, 0, "mean")]:
+    checks.assert_raises(Exception, loss_with_head_ablated, model, torch.tensor([[1, 2, 9, 4, 0]]), mask, layer, head, mode,
+                         name=f"loss_with_head_ablated on a token outside the vocabulary (layer {layer}, head {head}, {mode!r})")
+    checks.assert_close(loss_with_head_ablated(model, tokens, mask), clean, atol=1e-6,
+                        name=f"the clean loss after a {mode} ablation that raised",
+                        hint="Register the hook, then compute the loss in try: ... finally: handle.remove(), so that an "
+                             "exception on the way does not leave the hook on the model.")
+checks.assert_true(model.training is True, name="the mode of a model in train mode after a call that raised",
+                   problem="it came back in eval mode.", hint="Restore the mode in the finally: block too.")
 print("loss_with_head_ablated: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1068,6 +1105,11 @@ for n, d, scale in [(1, 1, 1.0), (4, 3, 10.0), (7, 50, 0.01), (30, 5, 3.0)]:
                         hint="Normalise the rows (one length per vector), not the columns, then take dot products.")
 vectors = torch.randn(5, 4, dtype=torch.float64, generator=generator)
 checks.assert_tensor(pairwise_cosines(vectors), name="pairwise_cosines of float64 vectors", shape=(5, 5), dtype=torch.float64)
+# Rows whose entries sum to 0, or that are 0 but for one entry, are not zero rows (only a norm of 0 is).
+vectors = torch.tensor([[1.0, -1.0, 0.0], [0.0, 0.0, -2.0], [3.0, -1.0, -2.0]])
+checks.assert_close(pairwise_cosines(vectors), F.cosine_similarity(vectors.unsqueeze(1), vectors.unsqueeze(0), dim=-1),
+                    atol=1e-6, name="pairwise_cosines of (1, -1, 0), (0, 0, -2), (3, -1, -2)",
+                    hint="Raise only when a row's NORM is 0; a row whose entries sum to 0 has a direction.")
 
 # The result has the vectors' dtype, float32 as well as float64.
 checks.assert_tensor(pairwise_cosines(torch.randn(3, 6, generator=generator)), name="pairwise_cosines of float32 vectors",
