@@ -850,7 +850,8 @@ class PreLNBlock(nn.Module):
         Self-attention on LN1(x) as query, key and value; with causal=True position t attends to
         positions <= t only (a boolean attn_mask, True above the diagonal); with causal=False to all.
         Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable with
-        respect to x and every parameter.
+        respect to x and every parameter. Leaves the block and its submodules in the mode (training or
+        eval) its caller set.
     """
 
     def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
@@ -1133,6 +1134,9 @@ def check_calls_in_turn(block, ref, calls, mode, hint):
         checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name, hint=hint)
     checks.assert_equal(block.training, mode == "training", name=f"{NAME}.training after calls in {mode} mode",
                         hint="forward leaves the module in the mode its caller set (no self.train() or self.eval() inside).")
+    for sub in ("ln1", "attn", "ln2", "ffn"):
+        checks.assert_equal(getattr(block, sub).training, mode == "training", name=f"{NAME}.{sub}.training after calls in {mode} mode",
+                            hint="forward leaves every submodule in the mode its caller set (no self.attn.eval() inside).")
 
 
 ref = Reference(12, 3, 24)
@@ -1143,8 +1147,8 @@ sd = {k: v.detach().clone() for k, v in ref.state_dict().items()}
 block = PreLNBlock(12, 3, 24)
 block.load_state_dict(sd)
 # Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
-# first, then a longer one), causal and not.
-check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (2, False), (5, True), (1, True), (6, False)], "training",
+# first, then a longer one, and one past the usual block sizes of 512 and 1024), causal and not.
+check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (1100, True), (2, False), (5, True), (1, True), (6, False)], "training",
                     "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
@@ -1192,7 +1196,8 @@ class PostLNBlock(nn.Module):
         x: floating tensor (B, T, d_model), T >= 1, float32 or float64 (after .double()).
         Self-attention on x itself (query = key = value = x); with causal=True position t attends to
         positions <= t only. ln1 normalises x + MHA(x); ln2 normalises x' + FFN(x').
-        Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable.
+        Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable. Leaves the
+        block and its submodules in the mode (training or eval) its caller set.
     """
 
     def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
@@ -1472,6 +1477,9 @@ def check_calls_in_turn(block, ref, calls, mode, hint):
         checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name, hint=hint)
     checks.assert_equal(block.training, mode == "training", name=f"{NAME}.training after calls in {mode} mode",
                         hint="forward leaves the module in the mode its caller set (no self.train() or self.eval() inside).")
+    for sub in ("ln1", "attn", "ln2", "ffn"):
+        checks.assert_equal(getattr(block, sub).training, mode == "training", name=f"{NAME}.{sub}.training after calls in {mode} mode",
+                            hint="forward leaves every submodule in the mode its caller set (no self.attn.eval() inside).")
 
 
 ref = Reference(12, 3, 24)
@@ -1482,8 +1490,8 @@ sd = {k: v.detach().clone() for k, v in ref.state_dict().items()}
 block = PostLNBlock(12, 3, 24)
 block.load_state_dict(sd)
 # Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
-# first, then a longer one), causal and not.
-check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (2, False), (5, True), (1, True), (6, False)], "training",
+# first, then a longer one, and one past the usual block sizes of 512 and 1024), causal and not.
+check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (1100, True), (2, False), (5, True), (1, True), (6, False)], "training",
                     "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
