@@ -42,6 +42,20 @@ class RecordingLM(nn.Module):
         self.calls = []
 
 
+def grad_mode_after(fn, *args, **kwargs) -> dict:
+    """Call ``fn(*args, **kwargs)`` with autograd on and report whether autograd is still on when it returns.
+
+    A function that turns autograd off for its own work with ``torch.no_grad()`` gives it back on exit;
+    one that calls ``torch.set_grad_enabled(False)`` and never restores it leaves its caller without
+    gradients. Build it where the student's code runs, passing the exercise itself:
+    ``probes.make("utils.recording.grad_mode_after", generate, model, prompt, 3, 0, generator)``.
+    Returns ``{"grad_enabled_after": bool}``; the caller's own autograd mode is restored afterwards.
+    """
+    with torch.enable_grad():
+        fn(*args, **kwargs)
+        return {"grad_enabled_after": bool(torch.is_grad_enabled())}
+
+
 # --- A training step in a precision, recorded ----------------------------------------------------------------
 
 class StepRecordingLM(nn.Module):
