@@ -42,6 +42,46 @@ class RecordingLM(nn.Module):
         self.calls = []
 
 
+def grad_mode_after(fn, *args, **kwargs) -> dict:
+    """Call ``fn(*args, **kwargs)`` with autograd on and report whether autograd is still on when it returns.
+
+    A function that turns autograd off for its own work with ``torch.no_grad()`` gives it back on exit;
+    one that calls ``torch.set_grad_enabled(False)`` and never restores it leaves its caller without
+    gradients. Build it where the student's code runs, passing the exercise itself:
+    ``probes.make("utils.recording.grad_mode_after", generate, model, prompt, 3, 0, generator)``.
+    Returns ``{"grad_enabled_after": bool}``; the caller's own autograd mode is restored afterwards.
+    """
+    with torch.enable_grad():
+        fn(*args, **kwargs)
+        return {"grad_enabled_after": bool(torch.is_grad_enabled())}
+
+
+def attributes_set_by_calls(module, *inputs) -> dict:
+    """Call ``module(x)`` for each ``x`` in ``inputs``, in turn, and report which instance attributes the
+    calls set or replaced, on the module or any submodule (a tensor kept from one call to the next,
+    a cache, a counter). A forward whose calls are independent sets none. Build it where the student's
+    code runs: ``probes.make("utils.recording.attributes_set_by_calls", model, ids_a, ids_b)``. Returns
+    ``{"attributes_set": [names]}``, e.g. ``["last_logits"]`` or ``["blocks.0.cache"]``.
+    """
+    before = {id(m): dict(vars(m)) for m in module.modules()}
+    for x in inputs:
+        module(x)
+    changed = set()
+    for name, m in module.named_modules():
+        old = before.get(id(m), {})
+        changed.update(f"{name}.{key}" if name else key for key, value in vars(m).items()
+                       if key not in old or old[key] is not value)
+    return {"attributes_set": sorted(changed)}
+
+
+def call_on_constant_ids(fn, length: int, token: int, *args) -> object:
+    """``fn(torch.full((length,), token, dtype=torch.int64), *args)``, the ids built where the student's code
+    runs: a text of tens of millions of ids (counts past 2**24, where float32 stops counting) without
+    sending it across. Build it with ``probes.make("utils.recording.call_on_constant_ids", bigram_counts,
+    2**24 + 3, 0, 2)``; the result comes back as ``fn`` returned it."""
+    return fn(torch.full((length,), token, dtype=torch.int64), *args)
+
+
 # --- A training step in a precision, recorded ----------------------------------------------------------------
 
 class StepRecordingLM(nn.Module):

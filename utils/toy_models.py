@@ -27,6 +27,23 @@ class PrefixSumLM(nn.Module):
         return self.table[ids].cumsum(dim=1)
 
 
+class TimeMajorLM(nn.Module):
+    """A bigram table that computes its logits time-major and returns them as a transposed view.
+
+    ``logits[b, t] = table[ids[b, t]]``, as ``nn.Embedding`` would give, but built as ``(T, B, V)`` and
+    transposed to ``(B, T, V)``, so the result is not contiguous (as from a model that works in
+    ``(T, B, V)`` internally): code that flattens the logits with ``.view`` fails on it, ``.reshape`` works.
+    """
+
+    def __init__(self, vocab_size: int, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(vocab_size, vocab_size, dtype=dtype))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        time_major = self.table[ids.T.contiguous()].contiguous()      # (T, B, V) in memory
+        return time_major.transpose(0, 1)
+
+
 class GradModeLM(nn.Module):
     """A bigram table whose logits show whether autograd is recording.
 

@@ -992,6 +992,13 @@ checks.assert_tensor(counts, name="bigram_counts of 70001 equal tokens", shape=(
 checks.assert_equal(int(counts[4, 4]), 70000, name="bigram_counts of 70001 equal tokens",
                     hint="Repeated pairs must add up (indexed += counts duplicates once), without wrapping around.")
 checks.assert_equal(int(counts.sum()), 70000, name="number of pairs among 70001 equal tokens")
+# ... and far beyond 2**24, where a float32 count stops growing (2**24 + 1 rounds back to 2**24); the text
+# of 2**24 + 3 zeros is built where your code runs (sending it would take seconds).
+counts = probes.make("utils.recording.call_on_constant_ids", bigram_counts, 2**24 + 3, 0, 2)
+checks.assert_tensor(counts, name="bigram_counts of 2**24 + 3 equal tokens", shape=(2, 2), dtype=torch.int64)
+checks.assert_equal(counts.tolist(), [[2**24 + 2, 0], [0, 0]], name="bigram_counts of 2**24 + 3 equal tokens",
+                    hint="Count in int64 all the way: a float32 accumulator (index_put_ or histc on floats, then .long()) "
+                         "stops at 16777216.")
 
 # Short texts: no token or one token has no pair, two tokens have one.
 checks.assert_equal(bigram_counts(torch.tensor([], dtype=torch.long), 3).tolist(), [[0] * 3] * 3,
@@ -1136,8 +1143,8 @@ def reference(counts, alpha):
 
 
 counts = torch.randint(0, 6, (9, 9), generator=g)
-counts[2] = 0                                     # a row that never occurred
-for alpha in [0.37, 1.0, 2.5]:
+counts[2] = 0                                     # a row that never occurred (its sum, alpha * V, is below 1 at alpha = 0.1)
+for alpha in [0.1, 0.37, 1.0, 2.5]:
     out = bigram_log_probs(counts, alpha)
     name = f"bigram_log_probs(random 9x9 counts, alpha={alpha})"
     checks.assert_tensor(out, name=name, shape=(9, 9), dtype="floating")
@@ -1482,6 +1489,12 @@ for vocab, d, shapes in [(11, 4, [(3, 7), (1, 1), (2, 12), (3, 7)]), (3, 8, [(2,
                                hint="Compute the logits from the parameters with torch operations.")
             checks.assert_close(got["params"][pname], expected, atol=1e-4, rtol=1e-4,
                                 name=f"{name}: gradient of {pname} on ids of shape {shape}")
+
+# Calls are independent: forward keeps nothing on the model (no logits, ids or cache stored as an attribute).
+model = ZeroLayerTransformer(7, 3)
+report = probes.make("utils.recording.attributes_set_by_calls", model, torch.tensor([[1, 2, 3]]), torch.tensor([[4], [5]]))
+checks.assert_equal(report["attributes_set"], [], name="attributes ZeroLayerTransformer(7, 3).forward set on the model in two calls",
+                    hint="Return the logits without storing them (or anything else) on self: nothing is kept from one call to the next.")
 print("ZeroLayerTransformer: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -1570,9 +1583,9 @@ def train(model, tokens, steps, lr, batch_size, block_size, generator):
     """Train a next-token model with Adam on random windows of a text; return the loss curve.
 
     Args:
-        model: an nn.Module mapping int64 ids of shape (B, T) to logits of shape (B, T, V) (your
-            ZeroLayerTransformer, or any other such model, also one whose logits at position t depend on
-            every token up to t). Trained in place: its parameters change.
+        model: an nn.Module mapping int64 ids of shape (B, T) to logits of shape (B, T, V), contiguous or
+            not (your ZeroLayerTransformer, or any other such model, also one whose logits at position t
+            depend on every token up to t). Trained in place: its parameters change.
         tokens: int64 tensor of shape (N,), N > block_size, the training text as token ids. Not modified.
         steps: the number of optimizer steps (0: return [] and leave the model unchanged).
         lr: learning rate of torch.optim.Adam over model.parameters() (other settings at their defaults),
@@ -1675,14 +1688,18 @@ g = torch.Generator().manual_seed(808)
 for model_name, vocab, n, steps, lr, batch_size, block_size, seed in [
         ("torch.nn.Embedding", 7, 200, 25, 0.05, 4, 6, 11), ("torch.nn.Embedding", 4, 30, 12, 0.3, 3, 1, 12),
         ("torch.nn.Embedding", 10, 500, 8, 0.01, 16, 20, 13), ("utils.toy_models.PrefixSumLM", 5, 120, 10, 0.05, 3, 8, 14),
-        ("utils.toy_models.PrefixSumLM", 6, 40, 6, 0.1, 5, 3, 15)]:
+        ("utils.toy_models.PrefixSumLM", 6, 40, 6, 0.1, 5, 3, 15), ("utils.toy_models.TimeMajorLM", 6, 80, 5, 0.05, 3, 4, 17)]:
+    # TimeMajorLM is a bigram table whose logits come back as a transposed view (not contiguous): the
+    # model's output may be flattened with reshape or flatten, not with view.
     prefix_sum = model_name.endswith("PrefixSumLM")
-    name = (f"train({'prefix-sum model' if prefix_sum else 'bigram table'}, V={vocab}, N={n}, steps={steps}, lr={lr}, "
+    kind = ("prefix-sum model" if prefix_sum else "bigram table" if model_name.endswith("Embedding")
+            else "bigram table with non-contiguous logits")
+    name = (f"train({kind}, V={vocab}, N={n}, steps={steps}, lr={lr}, "
             f"batch_size={batch_size}, block_size={block_size})")
     tokens = torch.randint(0, vocab, (n,), generator=g)
     W0 = torch.randn(vocab, vocab, generator=g, dtype=torch.float64)
     expected_W, expected_losses = reference_train(W0, tokens, steps, lr, batch_size, block_size, seed, prefix_sum)
-    if prefix_sum:
+    if model_name.startswith("utils."):
         model = probes.make(model_name, vocab, dtype=torch.float64, state_dict={"table": W0})
     else:
         model = probes.make(model_name, vocab, vocab, dtype=torch.float64, state_dict={"weight": W0})
@@ -1693,7 +1710,8 @@ for model_name, vocab, n, steps, lr, batch_size, block_size, seed in [
                         atol=1e-7, rtol=1e-6, name=f"{name}: losses",
                         hint="Draw the starts with the generator exactly as the docstring says; one window per row, "
                              "shape (batch_size, block_size), given to the model whole; clear the gradients "
-                             "every step; one Adam optimizer for the whole run; record each loss before its update.")
+                             "every step; one Adam optimizer for the whole run; record each loss before its update; flatten "
+                             "the logits with reshape (a model's logits need not be contiguous, and view refuses them).")
     checks.assert_close(next(iter(model.state_dict().values())), expected_W, atol=1e-7, rtol=1e-6,
                         name=f"{name}: weights after training")
 
@@ -2034,6 +2052,12 @@ checks.assert_true(bool(torch.isfinite(out).all()), name="softmax_with_temperatu
                    hint="Divide the logits by T, then a stable softmax; powers of probabilities underflow to 0 / 0.")
 checks.assert_close(out, torch.softmax(x / 0.01, dim=-1), atol=1e-5, name="softmax_with_temperature(64 nearly equal logits, T = 0.01)",
                     hint="Use the temperature you are given, however small: softmax(logits / T).")
+# ... and at T = 1e-4 on logits 1e-4 apart (logits / T differ by units): a floor at 1e-2 or 1e-3 flattens these.
+x = torch.arange(6, dtype=torch.float32).repeat(2, 1) * 1e-4
+out = softmax_with_temperature(x, 1e-4)
+checks.assert_close(out, torch.softmax(x / 1e-4, dim=-1), atol=1e-5,
+                    name="softmax_with_temperature(logits 0, 1e-4, ..., 5e-4, T = 1e-4)",
+                    hint="Use the temperature you are given, however small (no floor such as max(T, 0.01)): softmax(logits / T).")
 
 # float64 in, float64 out, at float64 precision.
 x = torch.randn(7, generator=g, dtype=torch.float64)
@@ -2129,7 +2153,8 @@ def generate(model, prompt_ids, n_new, temperature, generator):
         generator: a torch.Generator, the only source of randomness (unused when temperature is 0).
     Every step feeds the whole sequence so far (never cropped, however long) to the model as a batch of
     one, shape (1, T), and uses the logits at the last position, which predict the token after it.
-    No gradients are recorded: the model runs with autograd off (torch.no_grad()).
+    No gradients are recorded: the model runs with autograd off (torch.no_grad()), and autograd is as it
+    was before once generate returns.
     Returns:
         a new int64 tensor of shape (T0 + n_new,): the prompt followed by the n_new new ids (a copy of
         the prompt when n_new is 0).
@@ -2267,6 +2292,12 @@ W = torch.tensor([[1.0, 3.0, 3.0, 0.0]] * 4)
 model = probes.make("torch.nn.Embedding", 4, 4, state_dict={"weight": W})
 checks.assert_equal(generate(model, torch.tensor([3]), 3, 0, torch.Generator().manual_seed(0)).tolist(), [3, 1, 1, 1],
                     name="greedy generate with tied logits (ids 1 and 2)", hint="On a tie, pick the lowest id.")
+# Three tied ids (1, 2 and 4) among five: torch.topk(logits, 1) returns id 2 here, argmax id 1.
+W = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0]] * 5)
+model = probes.make("torch.nn.Embedding", 5, 5, state_dict={"weight": W})
+checks.assert_equal(generate(model, torch.tensor([0]), 3, 0, torch.Generator().manual_seed(0)).tolist(), [0, 1, 1, 1],
+                    name="greedy generate with three tied logits (ids 1, 2 and 4)",
+                    hint="On a tie, pick the lowest id: torch.argmax does; torch.topk(logits, 1) need not.")
 
 # Sampling at T = 1.5 from a bigram chain whose rows differ: each row's transition frequencies.
 W = torch.tensor([[0.0, 1.0, 2.0], [2.0, 0.0, 1.0], [1.0, 2.0, 0.0]])
@@ -2284,6 +2315,18 @@ for a in range(3):
     checks.assert_close(freq, expected_P[a], atol=5 * math.sqrt(0.25 / n_a),
                         name=f"T = 1.5 chain: frequencies of the token after {a} (tolerance: 5 standard deviations)",
                         hint="Sample from softmax(logits / T) of the logits at the last position.")
+
+# Logits near 1000 (p = softmax(1000, 999.5, 0) = (0.62, 0.38, 0)): exp(1000 / T) overflows to inf in float32,
+# so the weights to sample from must be a stable softmax, not exp of the raw logits.
+W = torch.tensor([[1000.0, 999.5, 0.0]] * 3)
+model = probes.make("torch.nn.Embedding", 3, 3, state_dict={"weight": W})
+out = generate(model, torch.tensor([2]), 600, 1.0, torch.Generator().manual_seed(8))
+freq = torch.bincount(out[1:], minlength=3).double() / 600
+expected_p = torch.softmax(torch.tensor([1000.0, 999.5, 0.0], dtype=torch.float64), dim=0)
+checks.assert_close(freq, expected_p, atol=5 * math.sqrt(0.25 / 600),
+                    name="frequencies of 600 tokens sampled at T = 1 from logits (1000, 999.5, 0) (tolerance: 5 standard deviations)",
+                    hint="Sample from softmax(logits / T), computed stably (torch.softmax shifts by the maximum); "
+                         "exp(1000) is inf in float32.")
 
 # A small positive temperature still samples: logits (0, 0.005) at T = 0.01 give probabilities softmax(0, 0.5).
 W = torch.tensor([[0.0, 0.005]] * 2)
@@ -2324,6 +2367,12 @@ out = generate(model, torch.tensor([2]), 300, 0.5, torch.Generator().manual_seed
 checks.assert_true(int((out[1:] == 0).sum()) < 150, name="sampling generate with a model that shows whether gradients are recorded",
                    problem="almost every sampled token is 0: the model ran with gradients recorded.",
                    hint="Run the model with autograd off: wrap the loop in torch.no_grad().")
+# ... and autograd is back on when generate returns, for a caller that had it on.
+report = probes.make("utils.recording.grad_mode_after", generate, model, torch.tensor([1]), 3, 0, torch.Generator().manual_seed(0))
+checks.assert_true(report["grad_enabled_after"], name="autograd after generate returned (it was on before the call)",
+                   problem="autograd is off: generate left it disabled for its caller.",
+                   hint="Use `with torch.no_grad():` (or @torch.no_grad()), which restores autograd on exit; "
+                        "torch.set_grad_enabled(False) without restoring it leaves autograd off for the caller.")
 
 # The prompt is left alone; n_new = 0 returns a copy of it.
 model = probes.make("torch.nn.Embedding", 5, 5, state_dict={"weight": torch.zeros(5, 5)})

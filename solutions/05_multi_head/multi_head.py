@@ -723,11 +723,12 @@ W, b = random_weights(8, True, torch.float32)
 m.load_state_dict(state_dict(W, b, fused), strict=False)
 
 # One module, several lengths in turn (a mask kept from an earlier call shows here), causal and not.
-for B, T in [(2, 3), (1, 9), (3, 2), (2, 6), (1, 40), (1, 9)]:
+# 1100 is longer than the usual block sizes (512, 1024): T has no upper bound in the contract.
+for B, T in [(2, 3), (1, 9), (3, 2), (2, 6), (1, 40), (1, 1100), (1, 9)]:
     for causal in (True, False):
         x = torch.randn(B, T, 8, generator=g)
         checks.assert_close(m(x, causal=causal), loop_reference(x, W, b, 2, causal), atol=1e-5, rtol=1e-4,
-                            name=f"the same MultiHeadAttention(8, 2) on x {(B, T, 8)}, causal={causal} (lengths 3, 9, 2, 6, 40, 9 in turn)",
+                            name=f"the same MultiHeadAttention(8, 2) on x {(B, T, 8)}, causal={causal} (lengths 3, 9, 2, 6, 40, 1100, 9 in turn)",
                             hint="Build the causal mask for the current length T at every call (or slice a mask made for the largest length).")
 
 # The future does not leak under causal=True: changing the last token leaves earlier outputs unchanged.
@@ -859,6 +860,19 @@ m.load_state_dict(state_dict(W, b, fused), strict=False)
 x = torch.randn(3, 1, 8, generator=g)
 checks.assert_close(m(x, causal=True), linear(linear(x, W[2], b[2]), W[3], b[3]), atol=1e-5,
                     name="MultiHeadAttention on a single token", hint="A lone token attends to itself with weight 1.")
+
+# Every allowed score far below -1e4 (queries and keys point opposite ways, scores -44194): the future keys
+# must still get weight 0, so a mask value of -1e4 is not enough; -inf (or the dtype's lowest value) is.
+m = MultiHeadAttention(2, 1)
+fused = layout(m, 2, True)
+W = [torch.diag(torch.tensor([1.0, 0.0])), torch.diag(torch.tensor([-1.0, 0.0])), torch.diag(torch.tensor([0.0, 1.0])), torch.eye(2)]
+b = [torch.zeros(2) for _ in range(4)]
+m.load_state_dict(state_dict(W, b, fused), strict=False)
+x = torch.tensor([[[250.0, 0.0], [250.0, 1.0], [250.0, 2.0], [250.0, 3.0]]])
+checks.assert_close(m(x, causal=True), loop_reference(x, W, b, 1, True), atol=1e-4,
+                    name="MultiHeadAttention(2, 1), causal, where every allowed score is about -44194",
+                    hint="Mask the future with -inf (masked_fill(mask, float('-inf'))): a finite fill such as -1e4 is "
+                         "larger than these scores, and the future keys then take all the weight.")
 
 # float64 all the way through.
 m = MultiHeadAttention(12, 4)

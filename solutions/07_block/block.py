@@ -768,6 +768,11 @@ checks.assert_close(result["inputs"][0], xr.grad, atol=1e-9, rtol=1e-7, name="gr
 
 traced = probes.traced_call(ffn, x)
 checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="FeedForward's input after the call", hint="Do not modify x in place.")
+# d_ff = 0 is a width like any other: only None means 4 * d_model (`d_ff or 4 * d_model` reads 0 as None).
+shapes = {n: tuple(p.shape) for n, p in probes.parameters(FeedForward(3, 0)).items()}
+checks.assert_equal(shapes, {"fc1.weight": (0, 3), "fc1.bias": (0,), "fc2.weight": (3, 0), "fc2.bias": (3,)},
+                    name="parameter shapes of FeedForward(3, d_ff=0)",
+                    hint="Test `d_ff is None`, not the truth of d_ff: 0 is a width you were given.")
 for bad in ("GELU", "tanh", "", None):
     checks.assert_raises(ValueError, FeedForward, 4, 8, bad, name=f"FeedForward(4, 8, {bad!r})",
                          hint="Only 'relu' and 'gelu' (lower case) are accepted.")
@@ -850,7 +855,8 @@ class PreLNBlock(nn.Module):
         Self-attention on LN1(x) as query, key and value; with causal=True position t attends to
         positions <= t only (a boolean attn_mask, True above the diagonal); with causal=False to all.
         Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable with
-        respect to x and every parameter.
+        respect to x and every parameter. Leaves the block and its submodules in the mode (training or
+        eval) its caller set.
     """
 
     def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
@@ -1133,6 +1139,9 @@ def check_calls_in_turn(block, ref, calls, mode, hint):
         checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name, hint=hint)
     checks.assert_equal(block.training, mode == "training", name=f"{NAME}.training after calls in {mode} mode",
                         hint="forward leaves the module in the mode its caller set (no self.train() or self.eval() inside).")
+    for sub in ("ln1", "attn", "ln2", "ffn"):
+        checks.assert_equal(getattr(block, sub).training, mode == "training", name=f"{NAME}.{sub}.training after calls in {mode} mode",
+                            hint="forward leaves every submodule in the mode its caller set (no self.attn.eval() inside).")
 
 
 ref = Reference(12, 3, 24)
@@ -1143,8 +1152,8 @@ sd = {k: v.detach().clone() for k, v in ref.state_dict().items()}
 block = PreLNBlock(12, 3, 24)
 block.load_state_dict(sd)
 # Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
-# first, then a longer one), causal and not.
-check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (2, False), (5, True), (1, True), (6, False)], "training",
+# first, then a longer one, and one past the usual block sizes of 512 and 1024), causal and not.
+check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (1100, True), (2, False), (5, True), (1, True), (6, False)], "training",
                     "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():
@@ -1192,7 +1201,8 @@ class PostLNBlock(nn.Module):
         x: floating tensor (B, T, d_model), T >= 1, float32 or float64 (after .double()).
         Self-attention on x itself (query = key = value = x); with causal=True position t attends to
         positions <= t only. ln1 normalises x + MHA(x); ln2 normalises x' + FFN(x').
-        Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable.
+        Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable. Leaves the
+        block and its submodules in the mode (training or eval) its caller set.
     """
 
     def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
@@ -1472,6 +1482,9 @@ def check_calls_in_turn(block, ref, calls, mode, hint):
         checks.assert_close(block(x, causal=causal), expected, atol=2e-5, rtol=2e-4, name=name, hint=hint)
     checks.assert_equal(block.training, mode == "training", name=f"{NAME}.training after calls in {mode} mode",
                         hint="forward leaves the module in the mode its caller set (no self.train() or self.eval() inside).")
+    for sub in ("ln1", "attn", "ln2", "ffn"):
+        checks.assert_equal(getattr(block, sub).training, mode == "training", name=f"{NAME}.{sub}.training after calls in {mode} mode",
+                            hint="forward leaves every submodule in the mode its caller set (no self.attn.eval() inside).")
 
 
 ref = Reference(12, 3, 24)
@@ -1482,8 +1495,8 @@ sd = {k: v.detach().clone() for k, v in ref.state_dict().items()}
 block = PostLNBlock(12, 3, 24)
 block.load_state_dict(sd)
 # Several sequence lengths, in an order where a mask kept from an earlier call shows (a shorter one
-# first, then a longer one), causal and not.
-check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (2, False), (5, True), (1, True), (6, False)], "training",
+# first, then a longer one, and one past the usual block sizes of 512 and 1024), causal and not.
+check_calls_in_turn(block, ref, [(3, True), (7, True), (40, True), (1100, True), (2, False), (5, True), (1, True), (6, False)], "training",
                     "Build the mask from this call's T and causal flag; keep nothing from an earlier call.")
 x = torch.randn(1, 4, 12, generator=g)
 with torch.no_grad():

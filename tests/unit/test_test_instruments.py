@@ -1,0 +1,64 @@
+"""The instruments notebook 01's hidden tests hand to the student's code (utils.toy_models.TimeMajorLM,
+utils.recording.grad_mode_after, attributes_set_by_calls, call_on_constant_ids): each tells the right
+answer from the mistake it was built for."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from utils.recording import attributes_set_by_calls, call_on_constant_ids, grad_mode_after
+from utils.toy_models import TimeMajorLM
+
+
+def test_time_major_logits_equal_the_table_rows_and_refuse_view():
+    model = TimeMajorLM(6, dtype=torch.float64)
+    with torch.no_grad():
+        model.table.copy_(torch.randn(6, 6, dtype=torch.float64))
+    ids = torch.randint(0, 6, (3, 4))
+    logits = model(ids)
+    assert logits.shape == (3, 4, 6) and not logits.is_contiguous()
+    assert torch.equal(logits, model.table[ids])
+    assert logits.reshape(-1, 6).shape == (12, 6)
+    with pytest.raises(RuntimeError):
+        logits.view(-1, 6)
+
+
+def _restoring(x):
+    with torch.no_grad():
+        return x * 2
+
+
+def _leaving_off(x):
+    torch.set_grad_enabled(False)
+    return x * 2
+
+
+def test_grad_mode_after_tells_a_restoring_function_from_one_that_leaves_autograd_off():
+    assert grad_mode_after(_restoring, torch.ones(2)) == {"grad_enabled_after": True}
+    try:
+        assert grad_mode_after(_leaving_off, torch.ones(2)) == {"grad_enabled_after": False}
+    finally:
+        torch.set_grad_enabled(True)
+    assert torch.is_grad_enabled()
+
+
+class _Keeper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(2, 2)
+
+    def forward(self, x):
+        self.inner.last = self.inner(x)
+        return self.inner.last
+
+
+def test_attributes_set_by_calls_names_what_forward_kept_and_nothing_for_an_independent_forward():
+    assert attributes_set_by_calls(nn.Linear(2, 2), torch.ones(1, 2), torch.ones(3, 2)) == {"attributes_set": []}
+    assert attributes_set_by_calls(_Keeper(), torch.ones(1, 2)) == {"attributes_set": ["inner.last"]}
+
+
+def test_call_on_constant_ids_builds_the_text_where_the_function_runs():
+    assert call_on_constant_ids(lambda ids, k: (ids.shape[0], ids.dtype, int(ids.sum()), k), 5, 3, "x") == (
+        5, torch.int64, 15, "x")
