@@ -74,14 +74,6 @@ def attributes_set_by_calls(module, *inputs) -> dict:
     return {"attributes_set": sorted(changed)}
 
 
-def call_on_constant_ids(fn, length: int, token: int, *args) -> object:
-    """``fn(torch.full((length,), token, dtype=torch.int64), *args)``, the ids built where the student's code
-    runs: a text of tens of millions of ids (counts past 2**24, where float32 stops counting) without
-    sending it across. Build it with ``probes.make("utils.recording.call_on_constant_ids", bigram_counts,
-    2**24 + 3, 0, 2)``; the result comes back as ``fn`` returned it."""
-    return fn(torch.full((length,), token, dtype=torch.int64), *args)
-
-
 # --- A training step in a precision, recorded ----------------------------------------------------------------
 
 class StepRecordingLM(nn.Module):

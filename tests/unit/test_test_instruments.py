@@ -1,5 +1,5 @@
 """The instruments notebook 01's hidden tests hand to the student's code (utils.toy_models.TimeMajorLM,
-utils.recording.grad_mode_after, attributes_set_by_calls, call_on_constant_ids): each tells the right
+utils.recording.grad_mode_after, attributes_set_by_calls): each tells the right
 answer from the mistake it was built for."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from utils.recording import attributes_set_by_calls, call_on_constant_ids, grad_mode_after
+from utils.recording import attributes_set_by_calls, grad_mode_after
 from utils.toy_models import TimeMajorLM
 
 
@@ -57,8 +57,3 @@ class _Keeper(nn.Module):
 def test_attributes_set_by_calls_names_what_forward_kept_and_nothing_for_an_independent_forward():
     assert attributes_set_by_calls(nn.Linear(2, 2), torch.ones(1, 2), torch.ones(3, 2)) == {"attributes_set": []}
     assert attributes_set_by_calls(_Keeper(), torch.ones(1, 2)) == {"attributes_set": ["inner.last"]}
-
-
-def test_call_on_constant_ids_builds_the_text_where_the_function_runs():
-    assert call_on_constant_ids(lambda ids, k: (ids.shape[0], ids.dtype, int(ids.sum()), k), 5, 3, "x") == (
-        5, torch.int64, 15, "x")
