@@ -309,7 +309,9 @@ def mc_dot_product_variance(d_k, n_samples, generator, sigma=1.0, scaled=False):
         d_k: int >= 1, the length of q and of k.
         n_samples: int >= 2, the number of independent (q, k) pairs to draw.
         generator: a torch.Generator. Draw ALL randomness from it (torch.randn(..., generator=generator)),
-            so that a generator with the same seed always gives the same estimate.
+            so that a generator with the same seed always gives the same estimate. Draw from its current
+            state (never re-seed it): a generator already drawn from gives another estimate than a fresh
+            one with the same seed.
         sigma: float > 0, the standard deviation of every entry: entries of q and k are i.i.d. N(0, sigma**2).
         scaled: if True, estimate the variance of q . k / sqrt(d_k) instead of q . k.
     Returns:
@@ -403,6 +405,16 @@ checks.assert_close(again, first, atol=0, rtol=0, name="mc_dot_product_variance 
 checks.assert_true(other != first, name="mc_dot_product_variance with two different seeds",
                    problem="two different generators gave exactly the same estimate.",
                    hint="Draw the samples from the generator you are given, not from a seed of your own.")
+# Drawn from the generator's current state: a generator already drawn from is not the same as a fresh one.
+advanced = torch.Generator().manual_seed(79)
+torch.randn(10, generator=advanced)
+fresh = mc_dot_product_variance(32, 500, torch.Generator().manual_seed(79), sigma=1.3)
+checks.assert_true(mc_dot_product_variance(32, 500, advanced, sigma=1.3) != fresh,
+                   name="mc_dot_product_variance with a generator already drawn from",
+                   problem="it gave exactly the estimate of a fresh generator with the same seed: the generator was "
+                           "re-seeded instead of drawn from its current state.",
+                   hint="Draw from the generator as it is (generator=generator); do not call generator.manual_seed "
+                        "inside the function.")
 print("mc_dot_product_variance: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -600,6 +612,14 @@ for shape, dtype in [((7, 9), torch.float32), ((2, 4, 6), torch.float64), ((11,)
     checks.assert_close(out, reference, atol=1e-6, rtol=1e-5, name=f"attention_entropy on shape {shape}, {dtype}",
                         hint="H = -sum_j p_j ln p_j over the last dimension, natural log.")
 
+# Rows that are not contiguous in memory (a softmax over the first dimension, moved last): any tensor of
+# shape (..., T) is allowed, so reshape rather than view.
+weights = torch.softmax(torch.randn(6, 3, 4, generator=g, dtype=torch.float64), dim=0).permute(2, 1, 0)
+checks.assert_close(attention_entropy(weights), torch.distributions.Categorical(probs=weights).entropy(), atol=1e-10,
+                    rtol=1e-8, name="attention_entropy of rows that are not contiguous (shape (4, 3, 6), permuted)",
+                    hint="weights.view(...) fails on a tensor that is not contiguous; use reshape, or reduce with "
+                         "sum(dim=-1) directly.")
+
 # Saturated float32 rows with tiny but positive weights (an unscaled softmax at d_k = 512).
 scores = torch.randn(50, 16, generator=g) * 22.6
 weights = torch.softmax(scores, dim=-1)
@@ -650,6 +670,16 @@ checks.assert_close(attention_entropy(torch.full((4, 1), 1.0)), torch.zeros(4), 
 checks.assert_close(attention_entropy(torch.full((2, 64), 1 / 64, dtype=torch.float64)),
                     torch.full((2,), math.log(64), dtype=torch.float64), atol=1e-10,
                     name="attention_entropy of uniform rows over 64 keys", hint="ln(64) = 4.159 nats (not 6 bits).")
+
+# Half precision keeps exact zeros as 0 too: a guard such as clamp_min(1e-12) is 0 in float16 (1e-12 underflows).
+for dtype in (torch.float16, torch.bfloat16):
+    weights = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=dtype)
+    out = attention_entropy(weights)
+    checks.assert_tensor(out, name=f"attention_entropy of {dtype} rows with exact zeros", shape=(3,), dtype=dtype)
+    checks.assert_close(out.double(), torch.tensor([0.0, math.log(2), math.log(4)], dtype=torch.float64), atol=1e-2,
+                        rtol=1e-2, name=f"attention_entropy of {dtype} rows with exact zeros",
+                        hint="A weight of exactly 0 must count as 0 in every dtype: test w > 0 (torch.where, torch.xlogy); "
+                             "1e-12 is 0 in float16, so clamp_min(1e-12) still takes log(0).")
 
 # The input is left alone.
 weights = torch.softmax(torch.randn(3, 5, generator=g), dim=-1)
