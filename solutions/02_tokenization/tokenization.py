@@ -903,6 +903,10 @@ checks.assert_equal(_merged([11, 1, 1, 11], (1, 1), 7), [11, 7, 11], name="merge
 checks.assert_equal(_merged([21, 32, 1], (1, 3), 5), [21, 32, 1], name="merge([21, 32, 1], (1, 3), 5)",
                     hint="compare ids, not digits.")
 checks.assert_equal(_merged([3, 4], (9, 9), 10), [3, 4], name="merge([3, 4], (9, 9), 10)")
+# new_id may be any int, also one of the pair's own ids: the scan reads `ids`, never the list it builds.
+checks.assert_equal(_merged([1, 2, 2], (1, 2), 1), [1, 2], name="merge([1, 2, 2], (1, 2), 1)",
+                    hint="only pairs of the input merge: after (1, 2) -> 1 the scan goes on at the second 2; comparing "
+                         "the last token written with the next one would merge the new 1 with that 2 as well.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c23"
@@ -1995,6 +1999,8 @@ checks.assert_equal(_encoded(" naïve 東京", [(195, 175), (32, 110), (257, 97)
 checks.assert_equal(_encoded("Cafe\u0301 \u212b", [(195, 169)]), [67, 97, 102, 101, 204, 129, 32, 226, 132, 171],
                     name="encode('Cafe\\u0301 \\u212b', [C3+A9])", hint="no Unicode normalization: the text's own bytes.")
 checks.assert_equal(_encoded("\ufeff\ufeffx", []), [239, 187, 191, 239, 187, 191, 120], name="encode('\\ufeff\\ufeffx', [])")
+checks.assert_equal(_encoded("\ufeffab cd", [(97, 98)]), [239, 187, 191, 256, 32, 99, 100], name="encode('\\ufeffab cd', [a+b])",
+                    hint="a leading U+FEFF is text in a text of any length: encode its bytes EF BB BF.")
 # The same word with two different merge lists of the same length, in turn: each call uses its own merges.
 checks.assert_equal(_encoded("abc abc", [(97, 98)]), [256, 99, 32, 256, 99], name="encode('abc abc', [a+b])")
 checks.assert_equal(_encoded("abc abc", [(98, 99)]), [97, 256, 32, 97, 256], name="encode('abc abc', [b+c]) after encode(..., [a+b])",
@@ -2196,6 +2202,9 @@ checks.assert_equal(_decoded([97, 256], V), "a\ufffd", name="decode([97, 256])",
 checks.assert_equal(_decoded([260, 0xE6, 0x9D], V), "ab\ufffd", name="decode([260, 230, 157])",
                     hint="an unfinished 3-byte sequence at the end gives one U+FFFD.")
 checks.assert_equal(_decoded([0xC0, 0xAF, 0xED, 0xA0, 0x80], V), "\ufffd" * 5, name="decode(overlong and surrogate bytes)")
+checks.assert_equal(_decoded([0x61, 0xED, 0xA0, 0x80], V), "a" + "\ufffd" * 3, name="decode(a + the bytes of a surrogate, ED A0 80)",
+                    hint='ED A0 80 (a UTF-16 surrogate written as UTF-8) is invalid UTF-8: errors="replace" gives three '
+                         'U+FFFD; errors="surrogatepass" would return the surrogate itself.')
 checks.assert_equal(_decoded([0xEF, 0xBB, 0xBF, 0xEF, 0xBB, 0xBF], V), "\ufeff\ufeff", name="decode(two U+FEFF)")
 checks.assert_equal(_decoded([0x41, 0xCC, 0x8A, 0x20, 0xE2, 0x84, 0xAB], V), "A\u030a \u212b", name="decode(A + ring, Angstrom sign)",
                     hint="no Unicode normalization.")
@@ -2460,6 +2469,9 @@ checks.assert_equal(_encoded("ab cé [SEP]", specials={}), [258, 257, 256, 32, 9
                     name="encode_with_specials('ab cé [SEP]', merges, {})", hint="with no special tokens it is just encode().")
 checks.assert_equal(_encoded("", specials={}), [], name="encode_with_specials('', merges, {})")
 checks.assert_equal(_encoded("[SEP]"), [9001], name="encode_with_specials('[SEP]')")
+# The text is used as it is, line ends included: '\r\n' and '\r' are bytes 13 10 and 13.
+checks.assert_equal(_encoded("a\r\n<s>\r"), [97, 13, 10, 17, 13], name="encode_with_specials('a\\r\\n<s>\\r')",
+                    hint="encode each stretch as it is: no newline normalization ('\\r\\n' stays two bytes).")
 # Literal means case too: '<S>' and '[sep]' are ordinary text when the specials are '<s>' and '[SEP]'.
 checks.assert_equal(_encoded("<S>[sep]<s>"), [60, 83, 62, 91, 115, 101, 112, 93, 17], name="encode_with_specials('<S>[sep]<s>')",
                     hint="match the special strings exactly (no re.IGNORECASE): only '<s>' is special here.")
@@ -2700,6 +2712,17 @@ checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("d
                    problem=f"ids were on the meta device; {seen}",
                    hint="Build the result on ids.device (e.g. torch.arange(vocab_size, device=ids.device)): "
                         "with ids on a GPU, a tensor made without device= is on the CPU.")
+
+# float32 whatever the default dtype: a result built with torch.zeros or .float() would follow it.
+probes.make("torch.set_default_dtype", torch.float64)
+try:
+    in_float64_default = one_hot(torch.tensor([1, 0]), 3)
+finally:
+    probes.make("torch.set_default_dtype", torch.float32)
+checks.assert_tensor(in_float64_default, name="one_hot(tensor([1, 0]), 3) with torch.set_default_dtype(torch.float64)",
+                     shape=(2, 3), dtype=torch.float32,
+                     hint="the contract says float32: give the dtype (dtype=torch.float32, .to(torch.float32)), do not "
+                          "rely on the default dtype, which a user may have set to float64.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c68"
