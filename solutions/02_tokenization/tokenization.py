@@ -394,7 +394,7 @@ def split_words(text):
     """
     ### BEGIN SOLUTION
     def stand_in(ch):
-        """One ASCII character of ch's class: ASCII as it is, a letter 'a', a number '0', other
+        r"""One ASCII character of ch's class: ASCII as it is, a letter 'a', a number '0', other
         whitespace a tab, anything else '!' (so is U+001C..U+001F, which re's \s would take)."""
         if ch.isascii():
             return "!" if "\x1c" <= ch <= "\x1f" else ch
