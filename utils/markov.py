@@ -13,8 +13,6 @@
   layers with biases), ``unrotated`` (a RoPE function that rotates nothing) or ``ShiftlessLayerNorm`` (a norm
   of another class), for tests of a model's build.
 * ``linears_sharing_a_weight()``: two Linear layers with one weight, for tests of parameter names.
-* ``ModeRecordingLM``: a ``BigramLM`` inside a wrapper that records, per forward, the mode of both modules
-  and the gradient mode: for tests of a training step's modes.
 
 These are test instruments, not answers to any exercise: students receive this module as it is.
 """
@@ -135,23 +133,6 @@ def sgd_one_group_per_parameter(model: nn.Module, lr: float, momentum: float = 0
     """``torch.optim.SGD`` over ``model``'s parameters with one parameter group each (every group starting
     at ``lr``): for tests of code that must set the learning rate of every group, not only the first."""
     return torch.optim.SGD([{"params": [p]} for p in model.parameters()], lr=lr, momentum=momentum)
-
-
-class ModeRecordingLM(nn.Module):
-    """``forward(idx, targets=None) -> (logits, loss)`` of a nested ``BigramLM`` (``self.inner``, built with
-    ``vocab_size`` and ``seed``). Each forward appends, as plain data, ``{"training": bool, "inner_training":
-    bool, "grad_enabled": bool}`` to ``forward_modes``: the wrapper's mode, the nested module's mode and
-    whether gradients were recorded."""
-
-    def __init__(self, vocab_size: int, seed: int = 0):
-        super().__init__()
-        self.inner = BigramLM(vocab_size, seed)
-        self.forward_modes: list[dict] = []
-
-    def forward(self, idx, targets=None):
-        self.forward_modes.append({"training": bool(self.training), "inner_training": bool(self.inner.training),
-                                   "grad_enabled": bool(torch.is_grad_enabled())})
-        return self.inner(idx, targets)
 
 
 class ScaledLM(nn.Module):

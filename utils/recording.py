@@ -13,6 +13,7 @@ This module holds no exercise solution: students receive it as it is.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -40,6 +41,25 @@ class RecordingLM(nn.Module):
 
     def reset_calls(self) -> None:
         self.calls = []
+
+
+class RecordingPairLM(nn.Module):
+    """A ``RecordingLM`` (``self.inner``) behind the ``forward(idx, targets=None) -> (logits, loss)``
+    interface of a training step, with ``loss = F.cross_entropy`` over every position (None without
+    targets). The record is the nested module's: ``self.inner.calls``. Because the recorder is a submodule,
+    a step that sets ``model.training = True`` on the top module only (not ``model.train()``) shows as a
+    call in eval mode.
+    """
+
+    def __init__(self, vocab_size: int = 11, seed: int = 0):
+        super().__init__()
+        self.inner = RecordingLM(vocab_size, seed)
+
+    def forward(self, idx, targets=None):
+        logits = self.inner(idx)
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def grad_mode_after(fn, *args, **kwargs) -> dict:

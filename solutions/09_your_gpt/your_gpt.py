@@ -1504,18 +1504,17 @@ checks.assert_close(probes.parameters(model)["table"], reference.table.detach() 
                     name="one step with the default max_norm (1.0)")
 checks.assert_true(type(returned) is float, name="train_step's return value", problem=f"it returned {type(returned).__name__}.",
                    hint="Return loss.item(): a Python float, not the loss tensor (which would keep the graph alive).")
-# Training mode, whatever mode the model comes in: a wrapper around a nested BigramLM records both modules'
-# modes and the gradient mode at each forward; two steps, so a mode changed after the first shows in the second.
+# Training mode, whatever mode the model comes in: a (logits, loss) wrapper around a nested RecordingLM, which
+# records its own mode and the gradient mode at each forward; two steps, so a mode changed after the first shows.
 for starts_training in (True, False):
     start = "train" if starts_training else "eval"
-    recorder = probes.make("utils.markov.ModeRecordingLM", 5, seed=2)
+    recorder = probes.make("utils.recording.RecordingPairLM", 5, seed=2)
     recorder.train(starts_training)
     optimizer = probes.make("torch.optim.SGD", recorder.parameters(), lr=1.0)
     for _ in range(2):
         train_step(recorder, optimizer, x, y, 0.1)
-    checks.assert_equal([(m["training"], m["inner_training"], m["grad_enabled"]) for m in recorder.forward_modes],
-                        [(True, True, True)] * 2,
-                        name=f"(model training, nested module training, gradients recorded) at each of two forwards, model given in {start} mode",
+    checks.assert_equal([(m["training"], m["grad_enabled"]) for m in recorder.inner.calls], [(True, True)] * 2,
+                        name=f"(nested module training, gradients recorded) at each of two forwards, model given in {start} mode",
                         hint="Call model.train() first: it sets training mode on every submodule (model.training = True "
                              "sets the top module only).")
     checks.assert_true(recorder.training is True and recorder.inner.training is True,

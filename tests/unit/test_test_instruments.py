@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from utils.recording import attributes_set_by_calls, grad_mode_after
+from utils.recording import RecordingPairLM, attributes_set_by_calls, grad_mode_after
 from utils.toy_models import TimeMajorLM
 
 
@@ -57,3 +57,21 @@ class _Keeper(nn.Module):
 def test_attributes_set_by_calls_names_what_forward_kept_and_nothing_for_an_independent_forward():
     assert attributes_set_by_calls(nn.Linear(2, 2), torch.ones(1, 2), torch.ones(3, 2)) == {"attributes_set": []}
     assert attributes_set_by_calls(_Keeper(), torch.ones(1, 2)) == {"attributes_set": ["inner.last"]}
+
+
+def test_recording_pair_lm_gives_the_tables_loss_and_its_nested_record_shows_a_top_only_mode_change():
+    model = RecordingPairLM(5, seed=2)
+    idx, targets = torch.tensor([[0, 3, 4]]), torch.tensor([[1, 1, 2]])
+    logits, loss = model(idx, targets)
+    table = model.inner.table.detach()
+    expected = torch.nn.functional.cross_entropy(table[idx].reshape(-1, 5), targets.reshape(-1))
+    assert torch.equal(logits, model.inner.table[idx]) and torch.allclose(loss, expected)
+    assert model(idx)[1] is None
+    model.eval()
+    model.training = True                     # the top module only: the recorder inside stays in eval mode
+    model(idx, targets)
+    with torch.no_grad():
+        model.train()
+        model(idx, targets)
+    assert [(c["training"], c["grad_enabled"]) for c in model.inner.calls] == [
+        (True, True), (True, True), (False, True), (True, False)]
