@@ -170,7 +170,7 @@ ON_GPU = precisions.gpu_configuration(device)
 PRECISION = precisions.choose_precision(device)   # float32 on a CPU; bfloat16, or float16 + a scaler, on a GPU
 LONG_RUN = False         # True: the long run of section 8 on this machine (GPU, or a patient laptop)
 NOTEBOOK_START = time.perf_counter()
-CPU_STEPS = 900          # the CPU run's length (section 8)
+CPU_STEPS = 750          # the CPU run's length (section 8)
 ABLATION_STEPS = 400     # each ablation's length (section 10)
 print("training on", device, "(GPU configuration)" if ON_GPU else "(CPU configuration: small and quick)",
       f"in {PRECISION}")
