@@ -1976,8 +1976,9 @@ print(f"causal LM (reads the left only): accuracy {(causal_guess[chosen] == ids[
 # chose, several times fewer predicted bytes. Per step the masked objective is the less efficient one, and at this
 # budget that can outweigh the advantage of seeing both sides; this is one reason (ELECTRA, 2020, is built on it)
 # why pure masked-LM pre-training was overtaken. With equal *signal* (more steps for the encoder, or a higher
-# `mask_prob`: try it) the advantage should show, since a masked byte in the middle of a word is easier to fill in
-# when you can see how the word ends. Whatever the numbers, an encoder cannot generate text: there is no left-to-right order in which
+# `mask_prob`) you would expect the advantage to show, since a masked byte in the middle of a word is easier to
+# fill in when you can see how the word ends. This notebook does not run that comparison (it would not fit in its
+# CPU budget): make the prediction, then try it. Whatever the numbers, an encoder cannot generate text: there is no left-to-right order in which
 # its predictions can be chained. An encoder is for *representing* a text you already have (classification,
 # tagging, retrieval); a decoder is for continuing one.
 #
