@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import copy
 import os
 import re
 import shutil
@@ -31,6 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from autograder.course import conventions  # noqa: E402
+from autograder.course.cell_runner import printed_and_errors  # noqa: E402
+from autograder.course.solution_source import load_solution  # noqa: E402
 from autograder.sandbox.cpu_time import ONE_THREAD  # noqa: E402
 
 PART_NOTEBOOKS = {"02_tokenization": "tokenization.ipynb", "05_multi_head": "multi_head.ipynb",
@@ -69,28 +71,13 @@ def course_folder(parts: Path, where: Path) -> Path:
 
 
 def run_notebook_09(here: Path) -> tuple[str, list[str]]:
-    """Notebook 09's solution executed in ``here`` with a last cell that prints the kernel's CPU time:
-    (what it printed, the errors)."""
+    """Notebook 09's solution (from its text source) executed in ``here`` with a last cell that prints the
+    kernel's CPU time: (what it printed, the errors)."""
     import nbformat
-    from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "solutions" / "09_your_gpt" / "your_gpt.ipynb", as_version=4)
+    nb = load_solution(conventions.assignment("09_your_gpt"))
     nb.cells.append(nbformat.v4.new_code_cell(CPU_PROBE))
-    client = NotebookClient(nb, timeout=3600, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(here)}})
-    printed, errors = [], []
-    with client.setup_kernel():
-        for index, original in enumerate(nb.cells):
-            if original.cell_type != "code":
-                continue
-            cell = copy.deepcopy(original)
-            client.execute_cell(cell, index)
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                    printed.append(output["text"])
-                elif output.get("output_type") == "error":
-                    errors.append(f"cell {index}: {output['ename']}: {output['evalue']}")
-    return "".join(printed), errors
+    return printed_and_errors(nb, here, timeout_s=3600)
 
 
 def _number(pattern: str, text: str, group: int = 1) -> float | None:

@@ -16,7 +16,6 @@ test_colab_simulation.py reads it).
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -31,6 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder.course import conventions
+from autograder.course.cell_runner import printed_and_errors
 from autograder.course.solution_source import load_solution
 from conftest import PARTS_OF_09
 from utils import your_parts
@@ -52,24 +52,7 @@ def _course(tmp_path: Path, source: str = "solutions") -> Path:
 
 def _run_notebook_09(here: Path) -> tuple[str, list[str]]:
     """Notebook 09's solution executed in ``here``, cell by cell: (the text it printed, the errors)."""
-    from nbclient import NotebookClient
-
-    nb = load_solution(conventions.assignment("09_your_gpt"))
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(here)}})
-    printed, errors = [], []
-    with client.setup_kernel():
-        for index, original in enumerate(nb.cells):
-            if original.cell_type != "code":
-                continue
-            cell = copy.deepcopy(original)
-            client.execute_cell(cell, index)
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                    printed.append(output["text"])
-                elif output.get("output_type") == "error":
-                    errors.append(f"cell {index}: {output['ename']}: {output['evalue']}")
-    return "".join(printed), errors
+    return printed_and_errors(load_solution(conventions.assignment("09_your_gpt")), here, timeout_s=900)
 
 
 def _parts_line(printed: str) -> str:
