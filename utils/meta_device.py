@@ -9,11 +9,18 @@ So a test on a CPU-only machine can check a clause "on the device of `ids`".
 Code that reads its input's values (``.tolist()``, ``.item()``, ``.numpy()``) cannot run on meta: that
 says nothing about the device, and the outcome is "needs values", which a test does not count against it.
 
-A test instrument, built where the student's code runs with
-``probes.make("utils.meta_device.result_device_on_meta", fn, *args)``; students receive it as it is.
+A module is checked the same way with its parameters and buffers on meta too
+(``module_output_device_on_meta``): a causal mask made with no ``device=`` meets the meta scores and is
+reported, as on a GPU it would stop the forward pass.
+
+Test instruments, built where the student's code runs with
+``probes.make("utils.meta_device.result_device_on_meta", fn, *args)`` or
+``probes.make("utils.meta_device.module_output_device_on_meta", module, x)``; students receive them as they are.
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 
@@ -50,3 +57,11 @@ def result_device_on_meta(fn, *args, **kwargs) -> dict:
     if not isinstance(result, torch.Tensor):
         return {"outcome": "no tensor"}
     return {"outcome": "device", "device": result.device.type}
+
+
+def module_output_device_on_meta(module, *args, **kwargs) -> dict:
+    """Call a copy of ``module`` moved to the meta device (its parameters and buffers) on ``args`` moved
+    there too; the module itself is left as it was. The outcomes are those of ``result_device_on_meta``:
+    ``"mismatch"`` when the forward pass mixed meta tensors with one it made on another device (a mask
+    built without ``device=``, a tensor kept as a plain attribute, which ``module.to`` does not move)."""
+    return result_device_on_meta(copy.deepcopy(module).to("meta"), *args, **kwargs)

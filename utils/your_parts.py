@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from utils.meta_device import module_output_device_on_meta
+
 # Where each notebook lives, relative to this notebook's folder (the course layout).
 NOTEBOOKS = {
     "02": "../02_tokenization/tokenization.ipynb",
@@ -177,6 +179,18 @@ def rope_reaches_attention(attention_class, rope) -> str:
     return ""
 
 
+def attention_runs_on_a_gpu(mha_class) -> str:
+    """The empty string when your notebook-05 ``MultiHeadAttention``, called with ``causal=True``, keeps to the device
+    of its weights and input, seen on PyTorch's meta device (which stands in for a GPU on any machine), else the
+    reason: a causal mask made without ``device=`` is a CPU tensor, right on a CPU and stopping the forward pass on
+    a GPU. Code that reads values cannot run on meta and is not judged."""
+    with torch.random.fork_rng(devices=[]):      # the probe leaves the notebook's random stream as it was
+        seen = module_output_device_on_meta(mha_class(16, 2), torch.zeros(1, 5, 16), causal=True)
+    if seen["outcome"] == "mismatch" or seen.get("device", "meta") != "meta":
+        return "your MultiHeadAttention makes a tensor off x's device (its causal mask?), so it would stop on a GPU"
+    return ""
+
+
 _MULTIHEAD_CALL = inspect.signature(nn.MultiheadAttention.forward)
 
 
@@ -313,7 +327,8 @@ def carry_forward(pytorch_parts: dict, notebooks: dict = NOTEBOOKS) -> Carried:
     rope = found["RoPE (06)"]["apply_rope"] if found["RoPE (06)"] else None
     if found["attention (05)"]:
         attention = attention_part(found["attention (05)"]["MultiHeadAttention"])
-        reason = rope_reaches_attention(attention, rope) if rope else ""
+        reason = ((rope_reaches_attention(attention, rope) if rope else "")
+                  or attention_runs_on_a_gpu(found["attention (05)"]["MultiHeadAttention"]))
         if reason:
             origin["attention (05)"] = f"{reason}; PyTorch's instead"
         else:
@@ -411,7 +426,8 @@ def carry_into_encoder_decoder(model: nn.Module, notebooks: dict = NOTEBOOKS) ->
     with torch.random.fork_rng(devices=[]):       # building your parts leaves the notebook's random stream as it was
         for part, number, name, wanted, replacement in attempts:
             found, reason = attempt(notebooks[number], name)
-            if found is None:
+            reason = reason if found is None else attention_runs_on_a_gpu(found[name]) if number == "05" else ""
+            if reason:
                 origin[part] = f"{reason}; PyTorch's instead"
                 continue
             try:

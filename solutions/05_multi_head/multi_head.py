@@ -478,7 +478,7 @@ print("split_heads / merge_heads: hidden tests (errors and edge cases) passed")
 #
 # ### Exercise 2: `MultiHeadAttention` (2 + 2 + 1 points)
 #
-# *Points: 2 visible, 2 hidden (behaviour: outputs against a loop over heads and `nn.MultiheadAttention`, several lengths on one module, the causal mask, gradients), 1 hidden (errors, defaults and edge cases: `ValueError` for an indivisible width, `causal` left out, a single token, float64, the input left unchanged).*
+# *Points: 2 visible, 2 hidden (behaviour: outputs against a loop over heads and `nn.MultiheadAttention`, several lengths on one module, the causal mask, gradients), 1 hidden (errors, defaults and edge cases: `ValueError` for an indivisible width, `causal` left out, a single token, float64, the input left unchanged, the mask made on x's device).*
 #
 # Write the module. No loop over heads: the point is one batched computation. Inside, use your
 # `split_heads` and `merge_heads`, and either your own masked softmax or `F.scaled_dot_product_attention`
@@ -513,7 +513,8 @@ class MultiHeadAttention(nn.Module):
             i-th block of d_k features), likewise K and V; M = 0, or -inf above the diagonal when
             causal=True (position t attends to positions <= t only, so no row is ever fully masked);
             out = concat(head_1, ..., head_h) W_o^T + b_o.
-        Differentiable with respect to x and every parameter; x is not modified.
+        Differentiable with respect to x and every parameter; x is not modified. Runs on the device of
+        the module and x (a GPU too): every tensor it makes, the causal mask included, is made on x.device.
     Raises:
         ValueError: in the constructor, if d_model is not divisible by n_head.
     """
@@ -892,6 +893,17 @@ traced = probes.traced_call(m, x, causal=True)
 checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="MultiHeadAttention's input after the call",
                     hint="Do not modify x in place.")
 print("MultiHeadAttention: hidden tests (errors, defaults and edge cases) passed")
+# On the device of x: the module and x on PyTorch's meta device (shapes, no values) stand in for a GPU. A mask
+# made without device= is a CPU tensor meeting meta scores (on a GPU the forward pass would stop there); code
+# that reads values cannot run on meta and is not judged here.
+for causal in (True, False):
+    seen = probes.make("utils.meta_device.module_output_device_on_meta", MultiHeadAttention(8, 2),
+                       torch.randn(2, 5, 8, generator=g), causal=causal)
+    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                       name=f"MultiHeadAttention(8, 2) with its weights and x on another device than the CPU "
+                            f"(the meta device), causal={causal}",
+                       problem=f"{seen}", hint="Make the causal mask on x.device (torch.ones(T, T, dtype=torch.bool, "
+                                               "device=x.device)): with x on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="d95abbae"

@@ -818,7 +818,7 @@ print("FeedForward: hidden tests (edge cases) passed")
 #
 # ### Exercise 3: `PreLNBlock` (2 + 3 + 1 points)
 #
-# *Points: 2 visible, 3 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, in training and in eval mode, and the default `causal=False`).*
+# *Points: 2 visible, 3 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, in training and in eval mode, the default `causal=False`, and the mask made on x's device).*
 #
 # Hints: two separate LayerNorms, one per sublayer (they learn different scales). The residual adds the
 # block's input as it came in, not its normalised copy. Build the mask from the sequence length of the
@@ -851,7 +851,8 @@ class PreLNBlock(nn.Module):
         positions <= t only (a boolean attn_mask, True above the diagonal); with causal=False to all.
         Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable with
         respect to x and every parameter. Leaves the block and its submodules in the mode (training or
-        eval) its caller set.
+        eval) its caller set. Runs on the device of the block and x (a GPU too): every tensor it makes,
+        the mask included, is made on x.device.
     """
 
     def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
@@ -1159,13 +1160,21 @@ checks.assert_close(block(x), expected, atol=2e-5, rtol=2e-4, name=f"{NAME}(x) w
 block.eval()
 check_calls_in_turn(block, ref, [(4, True), (8, True), (3, False)], "eval",
                     "Apply the causal mask whenever causal=True, in eval mode as in training mode.")
+# On the device of x: the block and x on PyTorch's meta device (shapes, no values) stand in for a GPU. A mask
+# made without device= is a CPU tensor meeting meta scores; code that reads values cannot run there and is not judged.
+for causal in (True, False):
+    seen = probes.make("utils.meta_device.module_output_device_on_meta", block, torch.randn(2, 5, 12, generator=g), causal=causal)
+    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                       name=f"{NAME} with its weights and x on another device than the CPU (the meta device), causal={causal}",
+                       problem=f"{seen}", hint="Make the mask on x.device (torch.ones(T, T, dtype=torch.bool, device=x.device)): "
+                                               "with x on a GPU, a tensor made without device= is on the CPU.")
 print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="60dd8c88"
 # ### Exercise 4: `PostLNBlock` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, in training and in eval mode, and the default `causal=False`).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (one block called with several sequence lengths and causal flags in turn, in training and in eval mode, the default `causal=False`, and the mask made on x's device).*
 #
 # The original arrangement: each sublayer reads the stream as it is, its output is added, and the **sum**
 # is normalised,
@@ -1197,7 +1206,8 @@ class PostLNBlock(nn.Module):
         Self-attention on x itself (query = key = value = x); with causal=True position t attends to
         positions <= t only. ln1 normalises x + MHA(x); ln2 normalises x' + FFN(x').
         Returns a new tensor (B, T, d_model) of x's dtype; x is not modified. Differentiable. Leaves the
-        block and its submodules in the mode (training or eval) its caller set.
+        block and its submodules in the mode (training or eval) its caller set. Runs on the device of the
+        block and x: every tensor it makes, the mask included, is made on x.device.
     """
 
     def __init__(self, d_model, n_head, d_ff=None, activation="gelu"):
@@ -1502,6 +1512,14 @@ checks.assert_close(block(x), expected, atol=2e-5, rtol=2e-4, name=f"{NAME}(x) w
 block.eval()
 check_calls_in_turn(block, ref, [(4, True), (8, True), (3, False)], "eval",
                     "Apply the causal mask whenever causal=True, in eval mode as in training mode.")
+# On the device of x: the block and x on PyTorch's meta device (shapes, no values) stand in for a GPU. A mask
+# made without device= is a CPU tensor meeting meta scores; code that reads values cannot run there and is not judged.
+for causal in (True, False):
+    seen = probes.make("utils.meta_device.module_output_device_on_meta", block, torch.randn(2, 5, 12, generator=g), causal=causal)
+    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                       name=f"{NAME} with its weights and x on another device than the CPU (the meta device), causal={causal}",
+                       problem=f"{seen}", hint="Make the mask on x.device (torch.ones(T, T, dtype=torch.bool, device=x.device)): "
+                                               "with x on a GPU, a tensor made without device= is on the CPU.")
 print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 

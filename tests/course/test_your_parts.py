@@ -424,3 +424,29 @@ def test_attention_and_block_that_cannot_take_their_place_fall_back_with_their_r
     assert "does not give x + attn(ln1(x))" in carried.origin["block (07)"], carried.origin
     assert carried.origin["block (07)"].endswith("; this notebook's PreLNBlock instead"), carried.origin
     assert carried.parts["block"] is ns["PreLNBlock"] and carried.control["block"] is ns["PreLNBlock"]
+
+
+class _MaskOnTheCpuMHA(nn.Module):
+    # Notebook 05's contract, right on a CPU, but its causal mask is made without device=: on a GPU it stops.
+    def __init__(self, d_model, n_head, bias=True):
+        super().__init__()
+        self.n_head = n_head
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+    def forward(self, x, causal=False):
+        B, T, d = x.shape
+        q, k, v = (p(x).view(B, T, self.n_head, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        return self.out_proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d))
+
+
+def test_attention_that_makes_its_mask_on_the_cpu_is_refused_and_the_solutions_is_taken():
+    refused = your_parts.attention_runs_on_a_gpu(_MaskOnTheCpuMHA)
+    assert refused.startswith("your MultiHeadAttention makes a tensor off x's device"), refused
+    solution = {}      # notebook 05's exercises (MultiHeadAttention calls split_heads and merge_heads)
+    for cell in load_solution(conventions.assignment("05_multi_head")).cells:
+        if conventions.is_solution_cell(cell):
+            exec(conventions.strip_solution_markers(cell.source), solution)
+    assert your_parts.attention_runs_on_a_gpu(solution["MultiHeadAttention"]) == ""

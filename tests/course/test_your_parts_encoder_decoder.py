@@ -145,3 +145,18 @@ def test_untouched_notebooks_fall_back_and_return_the_model(tmp_path, seq2seq_cl
     assert carried is model
     assert line.startswith("your parts: yours: none | fell back: LayerNorm (07) (no file"), line
     assert "decoder self-attention (05) (no file" in line and "not carried: the encoder's self-attention" in line, line
+
+
+def test_attention_that_makes_its_mask_on_the_cpu_falls_back_before_it_stops_a_gpu_run(tmp_path, seq2seq_class):
+    # Right on a CPU, so it would pass every logit check here; on a GPU its CPU mask meets GPU scores.
+    notebooks = _course(tmp_path)
+    mask_on_cpu = ATTENTION.replace(
+        "out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)",
+        "out = F.scaled_dot_product_attention(q, k, v, attn_mask=~torch.ones(T, T, dtype=torch.bool).triu(1) if causal else None)")
+    assert mask_on_cpu != ATTENTION
+    _notebook(notebooks["05"], "MultiHeadAttention", "FUSED = False\n" + mask_on_cpu)
+    model = _model(seq2seq_class)
+    carried, line = your_parts.carry_into_encoder_decoder(model, notebooks)
+    assert "decoder self-attention (05) (your MultiHeadAttention makes a tensor off x's device" in line, line
+    assert "yours: LayerNorm (07)" in line, line
+    assert all(type(block.self_attn) is nn.MultiheadAttention for block in carried.decoder)

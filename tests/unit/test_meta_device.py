@@ -34,3 +34,27 @@ def test_tensors_inside_lists_and_keywords_move_too():
     result_device_on_meta(lambda xs, scale=None: seen.extend([xs[0].device.type, scale.device.type]) or xs[0],
                           [IDS], scale=torch.ones(1))
     assert seen == ["meta", "meta"]
+
+
+class _CausalAttention(torch.nn.Module):
+    """nn.MultiheadAttention with a causal mask made on x's device, or (mask_on_input_device=False) on the CPU."""
+
+    def __init__(self, mask_on_input_device: bool = True):
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        self.mask_on_input_device = mask_on_input_device
+
+    def forward(self, x):
+        device = x.device if self.mask_on_input_device else None
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=device).triu(1)
+        return self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+def test_a_module_runs_on_meta_as_a_copy_and_a_mask_made_on_the_cpu_is_a_mismatch():
+    from utils.meta_device import module_output_device_on_meta
+
+    x = torch.randn(2, 4, 8)
+    good = _CausalAttention()
+    assert module_output_device_on_meta(good, x) == {"outcome": "device", "device": "meta"}
+    assert good.attn.in_proj_weight.device.type == "cpu"           # the module itself stays where it was
+    assert module_output_device_on_meta(_CausalAttention(False), x)["outcome"] == "mismatch"
