@@ -83,21 +83,31 @@ class CopySeq2Seq(nn.Module):
     It counts ``encode_calls`` and ``cross_kv_calls`` and records, per ``decode`` call, a dict
     ``{"shape": [B, T], "grad_enabled": bool, "training": bool}`` in ``decode_calls``, and per ``encode`` and
     ``cross_kv`` call, in call order, ``{"method": name, "grad_enabled": bool, "training": bool}`` in
-    ``encode_and_cross_kv_calls`` (plain data).
+    ``encode_and_cross_kv_calls`` (plain data). It has one submodule, ``inner`` (an ``nn.Identity``, no
+    parameters), so a mode set on the top module alone (``model.training = False``) shows: ``training`` is
+    True when the model or ``inner`` is in training mode, and ``modes()`` returns both modes by name.
     """
 
     def __init__(self, vocab_size: int = 12, bos_id: int = 1, eos_id: int = 2, after_eos_id: int = 3):
         super().__init__()
         self.vocab_size, self.bos_id, self.eos_id, self.after_eos_id = vocab_size, bos_id, eos_id, after_eos_id
         self.scale = nn.Parameter(torch.tensor(10.0))
+        self.inner = nn.Identity()
         self.encode_calls = 0
         self.cross_kv_calls = 0
         self.decode_calls: list[dict] = []
         self.encode_and_cross_kv_calls: list[dict] = []
 
+    def modes(self) -> dict[str, bool]:
+        """The training mode of the model and of its submodule: ``{"model": bool, "inner": bool}``."""
+        return {"model": bool(self.training), "inner": bool(self.inner.training)}
+
+    def _training(self) -> bool:
+        return bool(self.training or self.inner.training)
+
     def _record(self, method: str) -> None:
         self.encode_and_cross_kv_calls.append({"method": method, "grad_enabled": bool(torch.is_grad_enabled()),
-                                               "training": bool(self.training)})
+                                               "training": self._training()})
 
     def encode(self, src: torch.Tensor, src_padding_mask: torch.Tensor) -> torch.Tensor:
         self.encode_calls += 1
@@ -111,7 +121,7 @@ class CopySeq2Seq(nn.Module):
 
     def decode(self, tgt_in: torch.Tensor, memory_kv, src_padding_mask: torch.Tensor) -> torch.Tensor:
         self.decode_calls.append({"shape": [int(s) for s in tgt_in.shape], "grad_enabled": bool(torch.is_grad_enabled()),
-                                  "training": bool(self.training)})
+                                  "training": self._training()})
         source = memory_kv[0][1][..., 0].long()
         B, T = tgt_in.shape
         wanted = torch.full((B, T), self.after_eos_id, dtype=torch.long)

@@ -661,6 +661,14 @@ for printed, exact, decimals, expected in [([1.48], [1.4850000005], 2, None), ([
                         name=f"first_disagreement({printed}, {exact}, decimals={decimals})",
                         hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9: the slack is exactly "
                              "1e-9 (not 1e-6, not math.isclose's relative 1e-9).")
+# Between the stated slack and a looser one: half a unit plus 3e-9 to 5e-9 disagrees (printed 0.0 makes |p - e| exact,
+# and 2e-9 above the bound is far beyond any order of the comparison's rounding), so a slack of 1e-8 shows.
+for printed, exact, decimals, expected in [([0.0], [0.005 + 4e-9], 2, 0), ([0.2, 0.0], [0.2, 0.05 + 3e-9], 1, 1),
+                                           ([0.0, 0.0], [0.0, 0.0005 + 5e-9], 3, 1)]:
+    checks.assert_equal(first_disagreement(printed, exact, decimals=decimals), expected,
+                        name=f"first_disagreement({printed}, {exact}, decimals={decimals}): a few 1e-9 beyond the bound",
+                        hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9: the slack is exactly "
+                             "1e-9, so half a unit plus 4e-9 disagrees (a slack of 1e-8 would let it pass).")
 # A difference of exactly half a unit plus 1e-9 still agrees: the rule is "more than", not "at least". (At these two
 # widths 0.5 * 10**-decimals + 1e-9 rounds down, so every arrangement of the comparison, |p - e| > h + 1e-9,
 # |p - e| - h > 1e-9 or |p - e| - 1e-9 > h, gives the same answer; printed 0.0 makes |p - e| exact.)
@@ -1412,6 +1420,26 @@ checks.assert_close(w, torch.where(has_key, ref_w, 0.0), atol=1e-6, rtol=1e-5, n
 checks.assert_close(out, torch.where(has_key, ref_out, 0.0), atol=1e-6, rtol=1e-5, name="output with fully masked rows",
                     hint="A query with no key to attend to has output 0.")
 
+# Fully masked rows under 3-D masks, which broadcast from the right like any other: one mask per sequence for q of
+# shape (B, T_q, d_k), and one per head for q of shape (B, H, T_q, d_k). The rows to zero are those of the mask's
+# LAST axis (the keys), whatever its other axes are; other rows of the same sequence keep their keys.
+for lead, mask_shape in [((3,), (3, 4, 6)), ((2, 3), (3, 4, 6))]:
+    q = torch.randn(*lead, 4, 5, generator=g, dtype=f64)
+    k = torch.randn(*lead, 6, 5, generator=g, dtype=f64)
+    v = torch.randn(*lead, 6, 3, generator=g, dtype=f64)
+    mask = torch.rand(*mask_shape, generator=g) < 0.6
+    mask[..., 0] = True
+    mask[0, 1] = False             # query 1 of the first mask sees nothing
+    mask[2, 3] = False             # and query 3 of the last
+    has_key = mask.any(dim=-1, keepdim=True)
+    what = f"for q {tuple(q.shape)} with a {len(mask_shape)}-D mask {mask_shape} that has fully masked rows"
+    out, w = attend(q, k, v, mask, what)
+    ref_out, ref_w = reference(q, k, v, mask)
+    checks.assert_close(w, torch.where(has_key, ref_w, 0.0), atol=1e-6, rtol=1e-5, name=f"weights {what}",
+                        hint="A query whose mask row (the mask's last axis, over the keys) is all False gets weight 0 "
+                             "on every key: find such rows with mask.any(dim=-1, keepdim=True), not along another axis.")
+    checks.assert_close(out, torch.where(has_key, ref_out, 0.0), atol=1e-6, rtol=1e-5, name=f"output {what}")
+
 # Huge scores: the softmax must be the stable one.
 q = torch.randn(2, 4, 8, generator=g, dtype=f64) * 60
 k = torch.randn(2, 5, 8, generator=g, dtype=f64) * 60
@@ -1555,6 +1583,15 @@ checks.assert_true(not calls.same_object and not calls.shares_memory, name="caus
 for T, m in zip((4, 4, 7), calls.results):
     i = torch.arange(T)
     checks.assert_close(m, i[:, None] >= i[None, :], atol=0, rtol=0, name=f"causal_mask({T}) (repeated calls)")
+
+# T is any int >= 1, also beyond the block sizes of well-known models (1024 in GPT-2, 2048 in GPT-3): a crop of one
+# fixed-size table comes back short.
+for T in [1025, 2049]:
+    m = causal_mask(T)
+    checks.assert_tensor(m, name=f"causal_mask({T})", shape=(T, T), dtype=torch.bool,
+                         hint="Build the (T, T) mask for the T asked for; a crop of a fixed-size table stops at its size.")
+    i = torch.arange(T)
+    checks.assert_close(m, i[:, None] >= i[None, :], atol=0, rtol=0, name=f"causal_mask({T})")
 
 # What the mask is for: with it, PyTorch's attention is its own causal attention.
 g = torch.Generator().manual_seed(3032)

@@ -482,6 +482,13 @@ rows = [0, 1, 9999, 12000]
 checks.assert_close(pe[rows], reference(0, 16, positions=rows), atol=1e-9, rtol=0,
                     name="sinusoidal_encoding(12001, 16, dtype=float64) at positions 0, 1, 9999, 12000",
                     hint="Compute the angles in float64 when float64 is asked for (not in float32, then converted).")
+# float64 with a base that float32 cannot hold (10000.1 is 10000.099609375 in float32): the base enters the
+# computation in float64 too, or the encodings at position 12000 are off by up to about 2e-5.
+pe = sinusoidal_encoding(12001, 16, base=10000.1, dtype=torch.float64)
+checks.assert_close(pe[rows], reference(0, 16, base=10000.1, positions=rows), atol=1e-9, rtol=0,
+                    name="sinusoidal_encoding(12001, 16, base=10000.1, dtype=float64) at positions 0, 1, 9999, 12000",
+                    hint="Keep the base a Python float (or a float64 tensor): torch.tensor(base) is float32 and rounds "
+                         "10000.1 to 10000.0996, which moves every angle.")
 # Edge cases: no position, one position.
 checks.assert_tensor(sinusoidal_encoding(0, 8), name="sinusoidal_encoding(0, 8)", shape=(0, 8), dtype=torch.float32,
                      hint="T = 0 is an empty table of shape (0, d_model).")

@@ -943,6 +943,21 @@ for vocab, special, mask_id, p, shape in [(30, [0, 1, 2, 3], 3, 0.15, (300, 200)
         spread = 6 * expected ** 0.5 + 3
         checks.assert_true(abs(count - expected) <= spread, name=label + f": random replacements equal to {token}",
                            problem=f"{count}, expected about {expected:.0f}.", hint="Uniform over the ordinary ids.")
+# A skewed batch: every ordinary position holds the same id, 7. The random replacements still come uniformly from all
+# the ordinary ids of the vocabulary, not from the ids the batch happens to hold: 1/8 of them equal 7 (kept: 0.1 + 0.1/8
+# of the chosen positions) and each of the 7 other ordinary ids gets 0.1/8.
+ids = torch.full((300, 200), 7)
+ids[:, 0], ids[:, -1] = 1, 2
+label = "mask_tokens(vocab=12, special=[0, 1, 2, 3], mask_id=3, mask_prob=0.5) on rows of the single ordinary id 7"
+inputs, labels = mask_tokens(ids, 3, 12, [0, 1, 2, 3], torch.Generator().manual_seed(5151), 0.5)
+chosen = labels != -100
+n = int(chosen.sum())
+counts = torch.bincount(inputs[chosen], minlength=12).tolist()
+uniform_hint = ("Draw the random token uniformly from the ordinary ids of the vocabulary (every id in [0, vocab_size) "
+                "not in special_ids), not from the tokens of the batch.")
+within(counts[7], n, 0.1 + 0.1 / 8, label + ": the share of chosen positions that hold 7 afterwards", uniform_hint)
+for token in (4, 5, 6, 8, 9, 10, 11):
+    within(counts[token], n, 0.1 / 8, label + f": the share of chosen positions replaced by {token}", uniform_hint)
 # Each position is chosen independently, so the number chosen in a row of n ordinary positions is binomial(n, p):
 # it varies from row to row with variance n p (1 - p). (Choosing exactly round(n p) per row gives no variance.)
 rows, n, p = 2000, 38, 0.15
@@ -1453,6 +1468,10 @@ for starts_training in (True, False):
                         hint="Switch to eval mode and turn gradients off before encoding: the encoder runs in the same mode as the decoder.")
     checks.assert_true(model.training is starts_training, name=f"the model's mode after greedy_decode, given in {start} mode",
                        problem="it came back in the other mode.", hint="Remember model.training and restore it.")
+    checks.assert_equal(model.modes(), {"model": starts_training, "inner": starts_training},
+                        name=f"the modes of the model and of its submodule after greedy_decode, given in {start} mode",
+                        hint="Restore with model.train(was_training), which sets every submodule; assigning "
+                             "model.training = was_training restores the top module only.")
 traced = probes.traced_call(greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12), src, mask, 4)
 checks.assert_equal(traced.result.tolist(), [[5, 6, 2]], name="greedy_decode on one source of 2 tokens")
 checks.assert_true(not traced.shares_memory, name="greedy_decode's result", problem="it shares memory with an argument.")

@@ -32,3 +32,16 @@ def test_a_prefix_that_is_not_the_models_own_choices_gives_the_after_eos_token()
     assert model.decode(torch.tensor([[1, 5, 6]]), memory_kv, mask).argmax(-1).tolist() == [[5, 6, 7]]
     assert model.decode(torch.tensor([[1, 9, 6]]), memory_kv, mask).argmax(-1).tolist() == [[5, 3, 3]]
     assert model.decode(torch.tensor([[5, 6, 7]]), memory_kv, mask).argmax(-1).tolist() == [[3, 3, 3]]
+
+
+def test_a_mode_set_on_the_top_module_alone_shows_in_the_records_and_in_modes():
+    model = CopySeq2Seq(12)
+    src, mask = torch.tensor([[5, 6]]), torch.zeros(1, 2, dtype=torch.bool)
+    model.training = False                      # the top module only: inner stays in training mode
+    model.decode(torch.tensor([[1]]), model.cross_kv(model.encode(src, mask)), mask)
+    assert model.modes() == {"model": False, "inner": True}
+    assert [call["training"] for call in model.encode_and_cross_kv_calls + model.decode_calls] == [True] * 3
+    model.eval()
+    model.decode(torch.tensor([[1]]), model.cross_kv(model.encode(src, mask)), mask)
+    assert model.modes() == {"model": False, "inner": False}
+    assert model.decode_calls[-1]["training"] is False
