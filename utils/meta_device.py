@@ -8,6 +8,9 @@ So a test on a CPU-only machine can check a clause "on the device of `ids`".
 
 Code that reads its input's values (``.tolist()``, ``.item()``, ``.numpy()``) cannot run on meta: that
 says nothing about the device, and the outcome is "needs values", which a test does not count against it.
+PyTorch says the same ("Cannot copy out of meta tensor") when a meta tensor is written into a tensor made on
+the CPU (``out[...] = tile``), so that mistake reads as "needs values" too: only a CPU tensor that meets a
+meta one in an operation, or a CPU result, is seen.
 
 A module is checked the same way with its parameters and buffers on meta too
 (``module_output_device_on_meta``): a causal mask made with no ``device=`` meets the meta scores and is
@@ -34,11 +37,13 @@ def _to_meta(value):
         return value.to("meta")
     if isinstance(value, (list, tuple)):
         return type(value)(_to_meta(v) for v in value)
+    if isinstance(value, dict):
+        return {key: _to_meta(v) for key, v in value.items()}
     return value
 
 
 def result_device_on_meta(fn, *args, **kwargs) -> dict:
-    """Call ``fn`` with every tensor argument (also inside lists and tuples) moved to the meta device.
+    """Call ``fn`` with every tensor argument (also inside lists, tuples and dicts) moved to the meta device.
 
     Returns plain data: ``{"outcome": "device", "device": "meta" | "cpu" | ...}`` with the device type of the
     result (a tensor, or the first tensor of a returned tuple or list); ``{"outcome": "mismatch", "error":

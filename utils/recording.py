@@ -94,6 +94,16 @@ def attributes_set_by_calls(module, *inputs) -> dict:
     return {"attributes_set": sorted(changed)}
 
 
+def hooks_left(module) -> dict:
+    """The hooks still registered on ``module`` and its submodules: ``{"hooks": {name: count}}`` (plain data),
+    counting forward, forward-pre and backward hooks, for each module that has any ("" is ``module`` itself). A
+    function that adds a hook for its own work and removes it when done (``handle.remove()``) leaves ``{}``.
+    Build it where the student's code runs: ``probes.make("utils.recording.hooks_left", model)``."""
+    counts = {name: len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
+              for name, m in module.named_modules()}
+    return {"hooks": {name: n for name, n in counts.items() if n}}
+
+
 # --- A training step in a precision, recorded ----------------------------------------------------------------
 
 class StepRecordingLM(nn.Module):

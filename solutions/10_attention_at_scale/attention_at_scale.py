@@ -531,7 +531,7 @@ for block in (1, 7, 64, 1000):
 # holds only 2 rows. Slicing `x[..., start:start + block, :]` gives exactly that; a loop that stops at
 # `T - block` loses the last partial tile.
 #
-# ### Exercise 2: `tiled_attention` (1 visible + 3 hidden for the output + 1 hidden for errors and edge shapes + 1 hidden for memory)
+# ### Exercise 2: `tiled_attention` (1 visible + 3 hidden for the output + 1 hidden for errors, edge shapes and the device + 1 hidden for memory)
 #
 # This is the notebook's main build. Use only tiles: never form a score matrix larger than
 # `block_size` x `block_size` per batch element and head (the memory test measures it). Do not call
@@ -554,7 +554,8 @@ def tiled_attention(q, k, v, block_size, causal=False):
             divide T or S, and may exceed them (then one tile holds everything).
         causal: if True, query position i attends only to key positions <= i (T must equal S).
     Returns:
-        A NEW tensor (..., T, d_v) with q's dtype, equal (to float rounding, about 1e-5 in float32) to
+        A NEW tensor (..., T, d_v) with q's dtype, on q's device (every tensor it makes is made there),
+        equal (to float rounding, about 1e-5 in float32) to
         F.scaled_dot_product_attention(q, k, v, is_causal=causal): softmax(q k^T / sqrt(d)) v.
         Never forms a score matrix larger than block_size x block_size per leading index, so the
         extra memory grows like T * (block_size + d_v), not T^2. q, k and v are left unchanged.
@@ -717,6 +718,15 @@ for name, before, after in zip("qkv", (q, k, v), traced.args_after):
 checks.assert_true(not traced.shares_memory, name="tiled_attention's result", problem="the result is a view of an input.",
                    hint="Write the output into a new tensor.")
 print("tiled_attention: hidden error and edge tests passed")
+# On q's device: q, k and v on PyTorch's meta device (shapes, no values) stand in for a GPU. A tensor made without
+# device= (the output, the running max, the positions of a causal tile) meets the meta ones; code that reads values
+# cannot run there and is not judged.
+for causal in (False, True):
+    seen = probes.make("utils.meta_device.result_device_on_meta", tiled_attention, *torch.randn(3, 2, 5, 4).unbind(0), 2, causal=causal)
+    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                       name=f"tiled_attention(block_size=2, causal={causal}) with q, k, v on another device than the CPU (the meta device)",
+                       problem=f"{seen}", hint="Make every tensor on q.device (torch.zeros(..., dtype=q.dtype, device=q.device), "
+                                               "torch.arange(..., device=q.device)): with q on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% id="nb10-020" nbgrader={"grade": true, "grade_id": "test_tiled_attention_hidden_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -852,7 +862,7 @@ for T in (256, 1024):
 # $t \times (P + t)$ score matrix. (`F.scaled_dot_product_attention(..., is_causal=True)` aligns it to
 # the *top left*, which is right only when $P = 0$. Pass an explicit boolean `attn_mask` instead.)
 #
-# ### Exercise 3: `cached_attention` (1 visible + 2 hidden for the output and the cache + 1 hidden for the first step, several new tokens, large scores, float64 and inputs left alone)
+# ### Exercise 3: `cached_attention` (1 visible + 2 hidden for the output and the cache + 1 hidden for the first step, several new tokens, large scores, float64, the device and inputs left alone)
 #
 # `TinyGPT` (in `utils.tiny_gpt`) calls your function from every layer on its cached path: it passes the
 # new tokens' queries, keys and values (heads already split), and that layer's cache.
@@ -872,7 +882,8 @@ def cached_attention(q, k, v, cache):
         cache: None before the first call (P = 0), else the dict this function returned last time:
             {"k": (B, H, P, d) keys, "v": (B, H, P, d_v) values} of the P earlier tokens.
     Returns:
-        (out, new_cache): out is a new tensor (B, H, t, d_v) with q's dtype, in which new token i attends,
+        (out, new_cache): out is a new tensor (B, H, t, d_v) with q's dtype, on q's device (every tensor it
+        makes, the mask included, is made there), in which new token i attends,
         with scale 1/sqrt(d), to the keys of positions 0, ..., P + i (everything cached, and the new
         tokens up to itself), whatever the size of the scores; new_cache is a NEW dict {"k": (B, H, P + t, d), "v": (B, H, P + t, d_v)}, the old
         entries first, then the new ones. The result equals full causal attention over all P + t
@@ -1013,6 +1024,15 @@ checks.assert_tensor(out, name="cached_attention's output for float64 inputs", s
 checks.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True)[..., 3:, :], atol=1e-12, rtol=1e-12,
                     name="2 float64 tokens after 3 cached, to float64 precision")
 print("cached_attention: hidden edge tests passed")
+# On q's device: the new tokens and the cache on PyTorch's meta device (shapes, no values) stand in for a GPU. A mask
+# made without device= meets the meta scores; code that reads values cannot run there and is not judged.
+q, k, v = torch.randn(3, 1, 2, 5, 4, generator=generator).unbind(0)
+for cache in (None, {"k": k[..., :3, :], "v": v[..., :3, :]}):
+    seen = probes.make("utils.meta_device.result_device_on_meta", cached_attention, q[..., 3:, :], k[..., 3:, :], v[..., 3:, :], cache)
+    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                       name=f"cached_attention of 2 new tokens after {0 if cache is None else 3} cached, on another device than the CPU (the meta device)",
+                       problem=f"{seen}", hint="Make the mask on q.device (torch.ones(..., dtype=torch.bool, device=q.device)): "
+                                               "with q on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="nb10-030"

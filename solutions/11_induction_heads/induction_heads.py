@@ -952,6 +952,13 @@ checks.assert_true(model.training is True, name="the model's mode after loss_wit
                    problem="a model in train mode came back in eval mode.", hint="Leave the model's mode as it was.")
 checks.assert_close(loss_with_head_ablated(model, tokens, mask), clean, atol=1e-6, name="the clean loss after a mean ablation",
                     hint="Both hooks (the one that measures the mean and the one that replaces it) must be removed.")
+# No hook stays registered, on any module: one that only records (the mean's) leaves the loss alone but not the model.
+for layer, head, mode in [(0, 1, "mean"), (0, 0, "zero"), (None, None, "mean")]:
+    loss_with_head_ablated(model, tokens, mask, layer, head, mode)
+    checks.assert_equal(probes.make("utils.recording.hooks_left", model)["hooks"], {},
+                        name=f"hooks left on the model's modules after loss_with_head_ablated(layer={layer}, head={head}, {mode!r})",
+                        hint="Remove every hook you register (handle.remove(), in a finally: block), the one that measures "
+                             "the mean too.")
 
 # A model in eval mode stays in eval mode; no call of the model records gradients.
 model.eval()

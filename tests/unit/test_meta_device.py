@@ -31,9 +31,10 @@ def test_mixing_devices_is_a_mismatch_and_reading_values_is_not_counted():
 
 def test_tensors_inside_lists_and_keywords_move_too():
     seen = []
-    result_device_on_meta(lambda xs, scale=None: seen.extend([xs[0].device.type, scale.device.type]) or xs[0],
-                          [IDS], scale=torch.ones(1))
-    assert seen == ["meta", "meta"]
+    result_device_on_meta(lambda xs, cache, scale=None: seen.extend([xs[0].device.type, cache["k"].device.type,
+                                                                    scale.device.type]) or xs[0],
+                          [IDS], {"k": IDS}, scale=torch.ones(1))
+    assert seen == ["meta", "meta", "meta"]
 
 
 class _CausalAttention(torch.nn.Module):

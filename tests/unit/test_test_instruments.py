@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from utils.recording import RecordingPairLM, attributes_set_by_calls, grad_mode_after
+from utils.recording import RecordingPairLM, attributes_set_by_calls, grad_mode_after, hooks_left
 from utils.toy_models import TimeMajorLM
 
 
@@ -75,3 +75,15 @@ def test_recording_pair_lm_gives_the_tables_loss_and_its_nested_record_shows_a_t
         model(idx, targets)
     assert [(c["training"], c["grad_enabled"]) for c in model.inner.calls] == [
         (True, True), (True, True), (False, True), (True, False)]
+
+
+def test_hooks_left_counts_the_hooks_still_on_each_module():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+    assert hooks_left(model) == {"hooks": {}}
+    kept = model[1][0].register_forward_hook(lambda module, args, output: None)
+    model.register_forward_pre_hook(lambda module, args: None)
+    with_one_removed = model[0].register_forward_hook(lambda module, args, output: None)
+    with_one_removed.remove()
+    assert hooks_left(model) == {"hooks": {"": 1, "1.0": 1}}
+    kept.remove()
+    assert hooks_left(model) == {"hooks": {"": 1}}
