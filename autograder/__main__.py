@@ -1,4 +1,4 @@
-"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,report,selfgrade,demo,check,mutants,source}``."""
+"""Command line for instructors and maintainers: ``python -m autograder {build,grade,merge,report,selfgrade,demo,check,mutants,source}`` (``mutants`` has ``import`` and ``sweep``)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,11 @@ def _add_mutants(commands) -> None:
     import_parser.add_argument("--keep", action="store_true", help="do not delete the files once imported")
     import_parser.add_argument("--replace", action="store_true", help="take out mutants of the same name already "
                                "in the .toml first (an old-format file edited on another branch)")
+    sweep_parser = actions.add_parser("sweep", help="run every operator mutant of a solution (a statement deleted, "
+                                      "device= dropped, an axis or comparison changed, ...) through the judge and "
+                                      "print those that every test passes, for a person to judge")
+    sweep_parser.add_argument("assignment", help="the assignment, e.g. 10_attention_at_scale")
+    sweep_parser.add_argument("--exercise", action="append", default=[], help="only this exercise (repeatable)")
 
 
 def _add_source(commands) -> None:
@@ -161,6 +166,9 @@ def run_mutants(args, parser) -> int:
     from .course.mutant_edits import StaleMutant
     from .course.mutant_import import import_files
 
+    if args.action == "sweep":
+        return run_sweep(args, parser)
+
     try:
         for line in import_files(args.files, exact=args.exact, keep=args.keep, replace=args.replace):
             print(line)
@@ -168,6 +176,15 @@ def run_mutants(args, parser) -> int:
         print(f"mutants import: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_sweep(args, parser) -> int:
+    from .course.mutant_sweep import main as sweep_main
+
+    try:
+        return sweep_main(args.assignment, args.exercise)
+    except (KeyError, ValueError) as error:     # an unknown assignment or exercise
+        parser.error(f"mutants sweep: {error}")
 
 
 def run_check(args, parser) -> int:

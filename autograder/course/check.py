@@ -143,6 +143,14 @@ def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edi
     report.judge_seconds = time.perf_counter() - start
 
 
+def judge_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]]) -> list[MutantResult]:
+    """The judge run of a solution notebook with the given mutants (by exercise) tried in place of the solutions:
+    each mutant's result (the judge's errors on the solution itself are not reported here)."""
+    report = NotebookReport("", 0.0, 0.0)
+    _run_in_judge(nb, report, mutants)
+    return report.mutants
+
+
 def _try_mutant(session: Session, nb, exercise: conventions.Exercise, mutant: mutant_edits.Mutant) -> MutantResult:
     result = MutantResult(exercise.name, mutant.name, mutant.mistake, [])
     outcome = session.run_cell(mutant.code, keep=False)
