@@ -1666,7 +1666,7 @@ print("4 positions, causal: same as PyTorch's:",
 #
 # ### Exercise 3: `left_padded_causal_mask` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (batches of several lengths, against PyTorch's causal attention per prompt), 1 hidden (edge cases: empty prompts, T = 1, prompts filling all T positions, `lengths` left unchanged).*
+# *Points: 1 visible, 2 hidden (batches of several lengths, against PyTorch's causal attention per prompt), 1 hidden (edge cases: empty prompts, T = 1, prompts filling all T positions, `lengths` left unchanged, the device).*
 
 # %% id="9ea889d7" nbgrader={"grade": false, "grade_id": "left_padded_causal_mask", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1683,7 +1683,7 @@ def left_padded_causal_mask(lengths, T):
         lengths: 1-D int64 tensor of shape (B,), with 0 <= lengths[b] <= T.
         T: the padded length, an int >= 1.
     Returns:
-        A new torch.bool tensor of shape (B, 1, T, T), True = "may attend" (the size-1 dimension is
+        A new torch.bool tensor of shape (B, 1, T, T) on the device of lengths, True = "may attend" (the size-1 dimension is
         for the heads: the mask broadcasts against scores of shape (B, H, T, T)). The rows of queries
         at padding positions are all False: they have no key they may attend to; a prompt of length 0
         gets an all-False (T, T) mask, and one of length T the plain causal mask. lengths is not modified.
@@ -1805,6 +1805,15 @@ for (lengths, T), m in zip((([2, 3], 3), ([2, 3], 3), ([1], 3)), calls.results):
     checks.assert_close(m, expected_mask(lengths, T), atol=0, rtol=0,
                         name=f"left_padded_causal_mask({lengths}, {T}) (repeated calls)")
 print("left_padded_causal_mask: hidden edge-case tests passed")
+# On the device of lengths: lengths on PyTorch's meta device (shapes, no values) stand in for lengths on a GPU. A mask
+# built from positions made without device= is a CPU tensor; code that reads the lengths' values cannot run there and
+# is not judged.
+from utils import probes
+seen = probes.make("utils.meta_device.result_device_on_meta", left_padded_causal_mask, torch.tensor([2, 4, 0]), 4)
+checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                   name="the device of left_padded_causal_mask(lengths, 4) for lengths on another device than the CPU (the meta device)",
+                   problem=f"{seen}", hint="Make the positions on lengths.device (torch.arange(T, device=lengths.device)): "
+                                           "with lengths on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="1df74f31"
