@@ -109,10 +109,11 @@ def _run_in_kernel(nb, assignment, report: NotebookReport, cell_cpu_limit_s: flo
                 report.cell_errors[index] = f"cell {index} ({conventions.grade_id(cell) or 'no grade_id'}): {error}"
 
 
-def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edits.Mutant]]) -> None:
+def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edits.Mutant]],
+                  cell_timeout_s: float = 300) -> None:
     exercises = conventions.exercises(nb)
     by_first_test = {min(e.test_indices): e for e in exercises if e.test_indices}
-    limits = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
+    limits = Limits(cell_timeout_s=cell_timeout_s, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="course-harness-") as tmp:
         scratch = Path(tmp) / "work"
@@ -143,11 +144,12 @@ def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edi
     report.judge_seconds = time.perf_counter() - start
 
 
-def judge_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]]) -> list[MutantResult]:
+def judge_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]], cell_timeout_s: float = 300) -> list[MutantResult]:
     """The judge run of a solution notebook with the given mutants (by exercise) tried in place of the solutions:
-    each mutant's result (the judge's errors on the solution itself are not reported here)."""
+    each mutant's result (the judge's errors on the solution itself are not reported here). A test cell that runs
+    past ``cell_timeout_s`` fails (a mutant that loops for ever is caught by it)."""
     report = NotebookReport("", 0.0, 0.0)
-    _run_in_judge(nb, report, mutants)
+    _run_in_judge(nb, report, mutants, cell_timeout_s)
     return report.mutants
 
 

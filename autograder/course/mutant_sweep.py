@@ -61,6 +61,11 @@ NOT_DELETED = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "with
                "return", "@", "#", "raise", "yield", "import ", "from ", "global ", "nonlocal ")
 
 
+# A deleted increment can make a loop run for ever: such a test cell is stopped (and the mutant counted caught)
+# after this many seconds, not check's 300, so that a sweep of a notebook with loops takes minutes, not hours.
+CELL_TIMEOUT_S = 30
+
+
 @dataclass(frozen=True)
 class OperatorMutant:
     mutant: mutant_edits.Mutant   # what the judge runs
@@ -144,7 +149,8 @@ def sweep(assignment: conventions.Assignment, exercises: list[str] | None = None
         raise ValueError(f"no exercise {', '.join(unknown)} in {assignment.name} (it has {', '.join(cells)})")
     made = {name: operator_mutants(name, code) for name, code in cells.items() if not exercises or name in exercises}
     by_name = {m.mutant.name: m for found in made.values() for m in found}
-    results = judge_mutants(nb, {name: [m.mutant for m in found] for name, found in made.items()})
+    results = judge_mutants(nb, {name: [m.mutant for m in found] for name, found in made.items()},
+                            cell_timeout_s=CELL_TIMEOUT_S)
     return len(results), [by_name[result.name] for result in results if not result.caught]
 
 
