@@ -253,8 +253,10 @@ class _SeparateMHA(nn.Module):     # calls q_proj, k_proj, v_proj, out_proj as m
     def forward(self, x, causal=False):
         B, T, d = x.shape
         q, k, v = (p(x).view(B, T, self.n_head, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, d))
+        return self.out_proj(self._attend(q, k, v, causal).transpose(1, 2).reshape(B, T, d))
+
+    def _attend(self, q, k, v, causal):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 class _FusedMHA(nn.Module):        # calls one fused qkv_proj
@@ -426,20 +428,14 @@ def test_attention_and_block_that_cannot_take_their_place_fall_back_with_their_r
     assert carried.parts["block"] is ns["PreLNBlock"] and carried.control["block"] is ns["PreLNBlock"]
 
 
-class _MaskOnTheCpuMHA(nn.Module):
+class _MaskOnTheCpuMHA(_SeparateMHA):
     # Notebook 05's contract, right on a CPU, but its causal mask is made without device=: on a GPU it stops.
-    def __init__(self, d_model, n_head, bias=True):
-        super().__init__()
-        self.n_head = n_head
-        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
-
-    def forward(self, x, causal=False):
-        B, T, d = x.shape
-        q, k, v = (p(x).view(B, T, self.n_head, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+    def _attend(self, q, k, v, causal):
+        T = q.shape[-2]
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         if causal:
             scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-        return self.out_proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d))
+        return scores.softmax(-1) @ v
 
 
 def test_attention_that_makes_its_mask_on_the_cpu_is_refused_and_the_solutions_is_taken():
