@@ -12,7 +12,11 @@
 * ``parts_with(parts, ffn=..., rope=..., norm=...)``: a notebook's parts with ``BiasedFeedForward`` (Linear
   layers with biases), ``unrotated`` (a RoPE function that rotates nothing) or ``ShiftlessLayerNorm`` (a norm
   of another class), for tests of a model's build.
-* ``linears_sharing_a_weight()``: two Linear layers with one weight, for tests of parameter names.
+* ``linears_sharing_a_weight()``: two Linear layers with one weight, for tests of parameter names;
+  ``HeadTiedToTable`` (a Linear head tied to a plain Parameter registered first) and ``HeadTiedToScaledEmbedding``
+  (a head tied to a subclass of nn.Embedding), for tests that decide by the modules, not by names or exact types.
+* ``with_stale_gradients(model, value)``: gradients left over from an earlier backward, which a training step
+  must clear before its own.
 
 These are test instruments, not answers to any exercise: students receive this module as it is.
 """
@@ -199,6 +203,43 @@ def linears_sharing_a_weight() -> nn.Sequential:
     first, second = nn.Linear(3, 3), nn.Linear(3, 3)
     second.weight = first.weight
     return nn.Sequential(first, second)
+
+
+class HeadTiedToTable(nn.Module):
+    """A plain embedding table ``W_E`` (an nn.Parameter, as in notebook 01, no nn.Embedding) registered first, and a
+    Linear ``head`` (with a bias) whose weight IS ``W_E``: named_parameters() lists the shared weight as "W_E", a
+    name that is no Linear's, although it is the weight of a Linear (and of no nn.Embedding)."""
+
+    def __init__(self, vocab_size: int, width: int):
+        super().__init__()
+        self.W_E = nn.Parameter(torch.zeros(vocab_size, width))
+        self.head = nn.Linear(width, vocab_size)
+        self.head.weight = self.W_E
+
+
+class ScaledEmbedding(nn.Embedding):
+    """An nn.Embedding subclass that multiplies its vectors by sqrt(width), as "Attention is all you need" does."""
+
+    def forward(self, idx):
+        return super().forward(idx) * math.sqrt(self.embedding_dim)
+
+
+class HeadTiedToScaledEmbedding(nn.Module):
+    """A ``ScaledEmbedding`` ``emb`` (a subclass of nn.Embedding) and a Linear ``head`` without bias tied to it."""
+
+    def __init__(self, vocab_size: int, width: int):
+        super().__init__()
+        self.emb = ScaledEmbedding(vocab_size, width)
+        self.head = nn.Linear(width, vocab_size, bias=False)
+        self.head.weight = self.emb.weight
+
+
+def with_stale_gradients(model: nn.Module, value: float = 1.0) -> nn.Module:
+    """Gives every parameter of ``model`` a gradient full of ``value``, as a backward before a training step
+    leaves them (an evaluation that computed gradients), and returns the model itself."""
+    for p in model.parameters():
+        p.grad = torch.full_like(p, value)
+    return model
 
 
 def parts_with(parts: dict, ffn: bool = False, rope: bool = False, norm: bool = False) -> dict:

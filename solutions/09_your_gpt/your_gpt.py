@@ -431,11 +431,19 @@ checks.assert_close(bits_per_byte(torch.tensor(2.0), 10, "abcde"), 2.0 * 10 / (m
 # %% id="c14" nbgrader={"grade": true, "grade_id": "test_bits_per_byte_hidden_errors", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 # Hidden tests for bits_per_byte (errors and return type) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
+import math
+
 import torch
 from utils import checks
 
 checks.assert_raises(ValueError, bits_per_byte, 1.0, 0, "abc", name="bits_per_byte with n_tokens = 0")
 checks.assert_raises(ValueError, bits_per_byte, 1.0, 5, "", name="bits_per_byte with an empty text")
+# At the boundary nothing is raised: one token is enough, and a text of whitespace is not empty.
+checks.assert_close(bits_per_byte(1.0, 1, "a"), 1 / math.log(2), rtol=1e-9, atol=0, name="bits_per_byte(1.0, 1, 'a') (one token)",
+                    hint="Raise only if n_tokens < 1: a mean over one token is allowed.")
+checks.assert_close(bits_per_byte(2.0, 3, " \n"), 2.0 * 3 / (math.log(2) * 2), rtol=1e-9, atol=0,
+                    name="bits_per_byte(2.0, 3, ' \\n') (a text of whitespace, 2 bytes)",
+                    hint="Raise only if the text is empty (''); spaces and newlines are bytes like any others.")
 out = bits_per_byte(torch.tensor(1.5), 3, "é")
 checks.assert_true(type(out) is float, name="return type for a tensor loss", problem=f"got {type(out).__name__}",
                    hint="Return a Python float (float(...)).")
@@ -1076,6 +1084,13 @@ checks.assert_tensor(new_p, name="new_param (float32 inputs)", shape=(2,), dtype
 checks.assert_close(new_p, p - 0.01 * g / (g.abs() + 1e-8), atol=1e-7, rtol=1e-6, name="one step with the default arguments")
 checks.assert_raises(ValueError, adamw_update, p, g, torch.zeros(2), torch.zeros(2), 0, 0.01, name="adamw_update with step = 0",
                      hint="Updates are counted from 1; step 0 would divide by 1 - beta^0 = 0.")
+# lr = 0 (allowed: lr >= 0, e.g. the first step of a warm-up) leaves the parameter but still updates the moments.
+m0, v0 = torch.tensor([0.1, -0.2]), torch.tensor([0.01, 0.04])
+new_p, m, v = adamw_update(p, g, m0, v0, 3, 0.0, weight_decay=0.1)
+checks.assert_close(new_p, p, atol=0, rtol=0, name="new_param with lr = 0")
+checks.assert_close(m, 0.9 * m0 + 0.1 * g, atol=1e-7, rtol=1e-6, name="exp_avg after an update with lr = 0",
+                    hint="m and v follow their formulas for every lr >= 0; only the parameter's change is scaled by lr.")
+checks.assert_close(v, 0.999 * v0 + 0.001 * g * g, atol=1e-9, rtol=1e-6, name="exp_avg_sq after an update with lr = 0")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c32"
@@ -1102,7 +1117,7 @@ def decay_names(model):
         (decay, no_decay): two lists of str, the names of model.named_parameters() in that order (each
         shared parameter once, requires_grad or not); decay holds exactly the weights of every module
         that is an nn.Linear (isinstance, subclasses included) that are not also the weight of an
-        nn.Embedding, whatever the modules' names; no_decay all the others.
+        nn.Embedding (isinstance too), whatever the modules' and parameters' names; no_decay all the others.
     """
     ### BEGIN SOLUTION
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
@@ -1170,6 +1185,16 @@ checks.assert_equal(decay_names(shared), (["0.weight"], ["0.bias", "1.bias"]),
                     name="decay_names of two Linear layers sharing one weight",
                     hint="Go through model.named_parameters() (each shared parameter once, by its first name), and "
                          "ask of each parameter whether it is a Linear's weight; do not build names from the modules.")
+# A Linear head tied to a plain table W_E registered first: the weight's name is "W_E", no Linear's path, yet it
+# is a Linear's weight (and no nn.Embedding's), so it is decayed.
+checks.assert_equal(decay_names(probes.make("utils.markov.HeadTiedToTable", 5, 3)), (["W_E"], ["head.bias"]),
+                    name="decay_names of a Linear head tied to a plain Parameter W_E (registered first)",
+                    hint="Ask of each parameter OBJECT whether it is some nn.Linear's weight (compare objects, e.g. by id), "
+                         "not whether its name is '<a Linear's path>.weight'.")
+# A head tied to a subclass of nn.Embedding: the shared weight is an embedding's (isinstance), so it is not decayed.
+checks.assert_equal(decay_names(probes.make("utils.markov.HeadTiedToScaledEmbedding", 5, 3)), ([], ["emb.weight"]),
+                    name="decay_names of a head tied to a ScaledEmbedding (a subclass of nn.Embedding)",
+                    hint="isinstance(m, nn.Embedding) for the embeddings too: type(m) is nn.Embedding misses subclasses.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c36"
@@ -1267,6 +1292,12 @@ checks.assert_equal((clipped, norm), ([], 0.0), name="clip_grad_norm([], 1.0)")
 _, norm = clip_grad_norm([torch.tensor([3.0, 4.0])], 1.0)
 checks.assert_true(type(norm) is float, name="type of total_norm", problem=f"got {type(norm).__name__}", hint="Return a Python float.")
 checks.assert_raises(ValueError, clip_grad_norm, [torch.ones(2)], 0.0, name="clip_grad_norm with max_norm = 0")
+# float16 gradients whose squares overflow float16 (300^2 > 65504): the norm is still sqrt(300^2 + 400^2) = 500.
+clipped, norm = clip_grad_norm([torch.tensor([300.0], dtype=torch.float16), torch.tensor([[400.0]], dtype=torch.float16)], 1.0)
+checks.assert_close(norm, 500.0, atol=0, rtol=1e-3, name="total_norm of float16 gradients [300] and [[400]]",
+                    hint="Sum the squares in a wider type (g.double() or g.float()): in float16 300^2 is already inf.")
+checks.assert_close(clipped[1], torch.tensor([[0.8]], dtype=torch.float16), atol=0, rtol=2e-3,
+                    name="second clipped float16 tensor of [300] and [[400]] at max_norm 1")
 # New tensors also when nothing is clipped (c = 1): the caller's gradients are not handed back.
 for max_norm in [10.0, 0.5]:
     call = probes.traced_call(clip_grad_norm, [torch.tensor([3.0, 4.0]), torch.ones(2, 2)], max_norm)
@@ -1504,6 +1535,14 @@ checks.assert_close(probes.parameters(model)["table"], reference.table.detach() 
                     name="one step with the default max_norm (1.0)")
 checks.assert_true(type(returned) is float, name="train_step's return value", problem=f"it returned {type(returned).__name__}.",
                    hint="Return loss.item(): a Python float, not the loss tensor (which would keep the graph alive).")
+# Gradients left by an earlier backward (an evaluation that computed them) are cleared before this step's backward.
+model = probes.make("utils.markov.with_stale_gradients", probes.make("utils.markov.BigramLM", 5, seed=4), 3.0)
+reference = BigramLM(5, seed=4)
+reference(x, y)[1].backward()
+train_step(model, probes.make("torch.optim.SGD", model.parameters(), lr=0.5), x, y, 0.5, max_norm=1e9)
+checks.assert_close(probes.parameters(model)["table"], reference.table.detach() - 0.5 * reference.table.grad, atol=1e-5, rtol=1e-4,
+                    name="one step of a model that came with old gradients (3.0 everywhere)",
+                    hint="Clear the gradients (optimizer.zero_grad()) before the forward and backward, not after the step.")
 # Training mode, whatever mode the model comes in: a (logits, loss) wrapper around a nested RecordingLM, which
 # records its own mode and the gradient mode at each forward; two steps, so a mode changed after the first shows.
 for starts_training in (True, False):
@@ -1565,6 +1604,19 @@ for scale, with_precision in [(None, True), (1024.0, False), (1024.0, True)]:
     checks.assert_equal(model.events, (forward + update) * 2, name=f"what happened, in order, in two steps of {label}",
                         hint="The forward alone inside `with precision.autocast():`; then scaler.scale(loss).backward(), "
                              "scaler.unscale_(optimizer), clip, scaler.step(optimizer), scaler.update().")
+# An overflow (float16's case): the scaled loss is inf, so are the gradients; clipping must not raise, scaler.step
+# skips the update (the parameters stay) and scaler.update halves the factor.
+model = probes.make("utils.markov.BigramLM", V, seed=5)
+before = probes.parameters(model)["table"]
+scaler = probes.make("torch.amp.GradScaler", "cpu", init_scale=65536.0)
+x, y = torch.randint(V, (3, 5), generator=g), torch.randint(V, (3, 5), generator=g)
+train_step(probes.make("utils.markov.ScaledLM", model, 1e35), probes.make("torch.optim.SGD", model.parameters(), lr=1.0),
+           x, y, 1.0, max_norm=1.0, scaler=scaler)
+checks.assert_close(probes.parameters(model)["table"], before, atol=0, rtol=0,
+                    name="parameters after a step whose scaled gradients overflowed (torch.amp.GradScaler)",
+                    hint="Clip with the default error_if_nonfinite=False and let scaler.step(optimizer) skip the update.")
+checks.assert_close(scaler.get_scale(), 32768.0, atol=0, rtol=0, name="the scaler's factor after the overflowed step",
+                    hint="Call scaler.update() after scaler.step(optimizer).")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="057ede27"
@@ -1712,6 +1764,9 @@ params = probes.parameters(RMSNorm(7))
 checks.assert_equal(sorted(params), ["weight"], name="the parameters of RMSNorm(7)", hint="Exactly one parameter, weight.")
 checks.assert_close(params["weight"], torch.ones(7), atol=0, rtol=0, name="RMSNorm(7).weight at initialisation",
                     hint="The gain starts at ones.")
+for norm, eps in [(RMSNorm(7), 1e-6), (RMSNorm(3, eps=0.25), 0.25)]:
+    checks.assert_true(type(norm.eps) is float and norm.eps == eps, name=f"RMSNorm's eps attribute (expected the float {eps})",
+                       problem=f"got {type(norm.eps).__name__} {norm.eps!r}", hint="Keep eps as a plain float: self.eps = eps.")
 # The default eps is 1e-6: on entries of size 1e-3 the mean square is 1e-6, the same size as eps.
 x = torch.full((2, 4), 1e-3, dtype=torch.float64)
 checks.assert_close(RMSNorm(4).double()(x), F.rms_norm(x, (4,), eps=1e-6), atol=1e-9, rtol=1e-9,
