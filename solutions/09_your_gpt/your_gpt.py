@@ -1220,7 +1220,8 @@ def clip_grad_norm(grads, max_norm):
     Returns:
         (clipped, total_norm): clipped is a new list of new tensors g * c with the one factor
         c = min(1, max_norm / (total_norm + 1e-6)); total_norm is a Python float, the norm before
-        clipping, sqrt(sum over tensors of sum(g^2)) (0.0 for an empty list).
+        clipping, sqrt(sum over tensors of sum(g^2)) (0.0 for an empty list), summed in float32 or wider
+        whatever the gradients' dtype (in float16 a square above 65504, a gradient above 256, overflows).
     Raises:
         ValueError: if max_norm <= 0.
     """
