@@ -1549,6 +1549,13 @@ checks.assert_equal(merges, [(97, 97), (256, 256)], name="train_bpe('aaaa', 10)"
                     hint="after two merges 'aaaa' is one token: stop early instead of failing.")
 merges, vocab = _trained("hello world", 0)
 checks.assert_equal((merges, len(vocab)), ([], 256), name="train_bpe('hello world', 0)")
+# Early stop where the last pairs vanish: after (a, b) and (" ", ab) in "ab ab ab" (three merges in "xy xy z"), no
+# word of "ab ab ab" has two tokens, and no pair is left to merge, not even one whose count has fallen to 0.
+for text, expected in [("ab ab ab", [(97, 98), (32, 256)]), ("xy xy z", [(120, 121), (32, 122), (32, 256)])]:
+    merges, vocab = _trained(text, 10)
+    checks.assert_equal((merges, len(vocab)), (expected, 256 + len(expected)), name=f"train_bpe({text!r}, 10)",
+                        hint="Stop when no pair occurs any more: a pair whose count fell to 0 (or a stale heap entry) is "
+                             "not a candidate; delete zero counts, or skip them.")
 
 # Return types as stated: a list of (a, b) tuples of Python ints (hashable: encode and the demos look pairs
 # up in dicts), and a dict of int ids to bytes.
