@@ -68,5 +68,23 @@ def module_output_device_on_meta(module, *args, **kwargs) -> dict:
     """Call a copy of ``module`` moved to the meta device (its parameters and buffers) on ``args`` moved
     there too; the module itself is left as it was. The outcomes are those of ``result_device_on_meta``:
     ``"mismatch"`` when the forward pass mixed meta tensors with one it made on another device (a mask
-    built without ``device=``, a tensor kept as a plain attribute, which ``module.to`` does not move)."""
-    return result_device_on_meta(copy.deepcopy(module).to("meta"), *args, **kwargs)
+    built without ``device=``, a tensor kept as a plain attribute, which ``module.to`` does not move), or
+    when a submodule was called with a tensor on another device (positions made on the CPU for an
+    ``nn.Embedding``: meta lets an embedding take them, a GPU does not)."""
+    copy_on_meta = copy.deepcopy(module).to("meta")
+    strays: list[str] = []
+
+    def watch(name):
+        def before(submodule, inputs, keywords):
+            for value in (*inputs, *keywords.values()):
+                if isinstance(value, torch.Tensor) and value.device.type != "meta":
+                    strays.append(f"{name} was called with a tensor on {value.device.type}")
+        return before
+
+    for name, submodule in copy_on_meta.named_modules():
+        if name:
+            submodule.register_forward_pre_hook(watch(name), with_kwargs=True)
+    seen = result_device_on_meta(copy_on_meta, *args, **kwargs)
+    if strays and seen["outcome"] != "mismatch":
+        return {"outcome": "mismatch", "error": strays[0]}
+    return seen

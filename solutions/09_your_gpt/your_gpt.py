@@ -744,6 +744,8 @@ class GPT(nn.Module):
         Returns (logits, loss): logits (B, T, V) = head(ln_f(h_N)), in the parameters' dtype (float32 as
         built), with h_0 = tok_emb(idx) (+ pos_emb(0..T-1) for "learned"); loss = None without
         targets, else the mean cross-entropy over all B * T positions (a 0-d tensor that backpropagates).
+        Runs on the device of the model and idx (your GPU run): every tensor forward makes, the positions
+        0..T-1 included, is made on idx.device.
     Raises:
         ValueError: positions not one of the three names, or "rope" without parts["rope"] (both at
             construction, the latter raised by Block); T > T_max (in forward).
@@ -964,6 +966,17 @@ a = open_model(torch.tensor([[1, 2, 3]]))[0][0, 0]
 b = open_model(torch.tensor([[1, 5, 6]]))[0][0, 0]
 checks.assert_true(float((a - b).detach().abs().max()) > 1e-3, name="causal=False", problem="position 0 ignores later tokens",
                    hint="Pass causal to every Block.")
+# On the device of idx: the model and idx on PyTorch's meta device (shapes, no values) stand in for the GPU of the
+# training run. Positions made without device= are a CPU tensor meeting the meta table; code that reads values
+# cannot run there and is not judged.
+for positions in ("learned", "rope"):
+    parts = probes.make("utils.markov.parts_with", PARTS, rope=True) if positions == "rope" else None
+    seen = probes.make("utils.meta_device.module_output_device_on_meta", GPT(V, T, n_layer=1, n_head=2, n_embd=C, positions=positions, parts=parts),
+                       torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, 4]]))
+    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                       name=f"GPT(..., positions={positions!r}) with its weights and idx on another device than the CPU (the meta device)",
+                       problem=f"{seen}", hint="Make the positions on idx.device (torch.arange(T, device=idx.device)): with idx on a "
+                                               "GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% id="c26"

@@ -593,7 +593,8 @@ print("EncoderBlock: hidden tests passed")
 #
 # *Points: 1 visible, 2 hidden (against `nn.TransformerDecoderLayer` with the same weights: several shapes,
 # $T \neq S$, unequal source lengths, float64, with `memory` and with `memory_kv`), 1 hidden (the default `d_ff`,
-# the error when both or neither source is given, causal on the target side, not causal on the source side).*
+# the error when both or neither source is given, causal on the target side, not causal on the source side, the
+# mask made on x's device).*
 
 # %% id="ff9f7289" nbgrader={"grade": false, "grade_id": "DecoderBlock", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -620,7 +621,9 @@ class DecoderBlock(nn.Module):
         h   = x + self_attn(norm1(x)) with a causal mask   (target position t reads positions <= t only)
         h   = h + cross_attn(norm2(h), memory)             (every non-padding source position, no causal mask)
         out = h + linear2(gelu(linear1(norm3(h))))
-      Both ways of passing the source give the same result. Returns a new tensor (B, T, d_model).
+      Both ways of passing the source give the same result. Returns a new tensor (B, T, d_model). Runs on
+      the device of the block and its inputs (a GPU too): every tensor it makes, the causal mask included,
+      is made on x.device.
     """
 
     def __init__(self, d_model, n_head, d_ff=None):
@@ -777,6 +780,13 @@ changed[0, 3] = torch.randn(8, generator=g)
 checks.assert_true(bool((block(x, changed)[0, 0] - out[0, 0]).abs().max() > 1e-4), name="DecoderBlock output 0",
                    problem="it did not change when source position 3 changed.",
                    hint="Cross-attention has no causal mask: every target position reads the whole source.")
+# On the device of x: the block, x and memory on PyTorch's meta device (shapes, no values) stand in for a GPU. A causal
+# mask made without device= meets the meta scores; code that reads values cannot run there and is not judged.
+seen = probes.make("utils.meta_device.module_output_device_on_meta", block, x, memory=memory)
+checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
+                   name="DecoderBlock(8, 2) with its weights, x and memory on another device than the CPU (the meta device)",
+                   problem=f"{seen}", hint="Make the causal mask on x.device (torch.ones(T, T, dtype=torch.bool, device=x.device)): "
+                                           "with x on a GPU, a tensor made without device= is on the CPU.")
 print("DecoderBlock: hidden edge tests passed")
 ### END HIDDEN TESTS
 

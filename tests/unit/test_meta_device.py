@@ -59,3 +59,21 @@ def test_a_module_runs_on_meta_as_a_copy_and_a_mask_made_on_the_cpu_is_a_mismatc
     assert module_output_device_on_meta(good, x) == {"outcome": "device", "device": "meta"}
     assert good.attn.in_proj_weight.device.type == "cpu"           # the module itself stays where it was
     assert module_output_device_on_meta(_CausalAttention(False), x)["outcome"] == "mismatch"
+
+
+class _LearnedPositions(torch.nn.Module):
+    def __init__(self, on_input_device: bool = True):
+        super().__init__()
+        self.pos, self.on_input_device = torch.nn.Embedding(6, 8), on_input_device
+
+    def forward(self, x):
+        return x + self.pos(torch.arange(x.shape[1], device=x.device if self.on_input_device else None))
+
+
+def test_a_submodule_called_with_a_tensor_made_on_the_cpu_is_a_mismatch_though_meta_lets_it_run():
+    from utils.meta_device import module_output_device_on_meta
+
+    x = torch.randn(2, 4, 8)
+    assert module_output_device_on_meta(_LearnedPositions(), x) == {"outcome": "device", "device": "meta"}
+    stray = module_output_device_on_meta(_LearnedPositions(False), x)
+    assert stray == {"outcome": "mismatch", "error": "pos was called with a tensor on cpu"}
