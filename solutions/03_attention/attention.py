@@ -1810,10 +1810,10 @@ print("left_padded_causal_mask: hidden edge-case tests passed")
 # is not judged.
 from utils import probes
 seen = probes.make("utils.meta_device.result_device_on_meta", left_padded_causal_mask, torch.tensor([2, 4, 0]), 4)
-checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
-                   name="the device of left_padded_causal_mask(lengths, 4) for lengths on another device than the CPU (the meta device)",
-                   problem=f"{seen}", hint="Make the positions on lengths.device (torch.arange(T, device=lengths.device)): "
-                                           "with lengths on a GPU, a tensor made without device= is on the CPU.")
+checks.assert_kept_on_meta(seen,
+                           name="the device of left_padded_causal_mask(lengths, 4) for lengths on another device than the CPU (the meta device)",
+                           hint="Make the positions on lengths.device (torch.arange(T, device=lengths.device)): "
+                                "with lengths on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="1df74f31"

@@ -899,11 +899,11 @@ print("MultiHeadAttention: hidden tests (errors, defaults and edge cases) passed
 for causal in (True, False):
     seen = probes.make("utils.meta_device.module_output_device_on_meta", MultiHeadAttention(8, 2),
                        torch.randn(2, 5, 8, generator=g), causal=causal)
-    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
-                       name=f"MultiHeadAttention(8, 2) with its weights and x on another device than the CPU "
-                            f"(the meta device), causal={causal}",
-                       problem=f"{seen}", hint="Make the causal mask on x.device (torch.ones(T, T, dtype=torch.bool, "
-                                               "device=x.device)): with x on a GPU, a tensor made without device= is on the CPU.")
+    checks.assert_kept_on_meta(seen,
+                               name=f"MultiHeadAttention(8, 2) with its weights and x on another device than the CPU "
+                                    f"(the meta device), causal={causal}",
+                               hint="Make the causal mask on x.device (torch.ones(T, T, dtype=torch.bool, "
+                                    "device=x.device)): with x on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="d95abbae"

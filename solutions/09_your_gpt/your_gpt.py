@@ -973,10 +973,10 @@ for positions in ("learned", "rope"):
     parts = probes.make("utils.markov.parts_with", PARTS, rope=True) if positions == "rope" else None
     seen = probes.make("utils.meta_device.module_output_device_on_meta", GPT(V, T, n_layer=1, n_head=2, n_embd=C, positions=positions, parts=parts),
                        torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, 4]]))
-    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
-                       name=f"GPT(..., positions={positions!r}) with its weights and idx on another device than the CPU (the meta device)",
-                       problem=f"{seen}", hint="Make the positions on idx.device (torch.arange(T, device=idx.device)): with idx on a "
-                                               "GPU, a tensor made without device= is on the CPU.")
+    checks.assert_kept_on_meta(seen,
+                               name=f"GPT(..., positions={positions!r}) with its weights and idx on another device than the CPU (the meta device)",
+                               hint="Make the positions on idx.device (torch.arange(T, device=idx.device)): with idx on a "
+                                    "GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% id="c26"

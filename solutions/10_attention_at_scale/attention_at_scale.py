@@ -723,10 +723,10 @@ print("tiled_attention: hidden error and edge tests passed")
 # cannot run there and is not judged.
 for causal in (False, True):
     seen = probes.make("utils.meta_device.result_device_on_meta", tiled_attention, *torch.randn(3, 2, 5, 4).unbind(0), 2, causal=causal)
-    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
-                       name=f"tiled_attention(block_size=2, causal={causal}) with q, k, v on another device than the CPU (the meta device)",
-                       problem=f"{seen}", hint="Make every tensor on q.device (torch.zeros(..., dtype=q.dtype, device=q.device), "
-                                               "torch.arange(..., device=q.device)): with q on a GPU, a tensor made without device= is on the CPU.")
+    checks.assert_kept_on_meta(seen,
+                               name=f"tiled_attention(block_size=2, causal={causal}) with q, k, v on another device than the CPU (the meta device)",
+                               hint="Make every tensor on q.device (torch.zeros(..., dtype=q.dtype, device=q.device), "
+                                    "torch.arange(..., device=q.device)): with q on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% id="nb10-020" nbgrader={"grade": true, "grade_id": "test_tiled_attention_hidden_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -1029,10 +1029,10 @@ print("cached_attention: hidden edge tests passed")
 q, k, v = torch.randn(3, 1, 2, 5, 4, generator=generator).unbind(0)
 for cache in (None, {"k": k[..., :3, :], "v": v[..., :3, :]}):
     seen = probes.make("utils.meta_device.result_device_on_meta", cached_attention, q[..., 3:, :], k[..., 3:, :], v[..., 3:, :], cache)
-    checks.assert_true(seen["outcome"] in ("device", "needs values") and seen.get("device", "meta") == "meta",
-                       name=f"cached_attention of 2 new tokens after {0 if cache is None else 3} cached, on another device than the CPU (the meta device)",
-                       problem=f"{seen}", hint="Make the mask on q.device (torch.ones(..., dtype=torch.bool, device=q.device)): "
-                                               "with q on a GPU, a tensor made without device= is on the CPU.")
+    checks.assert_kept_on_meta(seen,
+                               name=f"cached_attention of 2 new tokens after {0 if cache is None else 3} cached, on another device than the CPU (the meta device)",
+                               hint="Make the mask on q.device (torch.ones(..., dtype=torch.bool, device=q.device)): "
+                                    "with q on a GPU, a tensor made without device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="nb10-030"

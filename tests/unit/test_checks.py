@@ -180,3 +180,14 @@ def test_a_list_preview_starts_at_the_first_differing_item():
 def test_a_numpy_scalar_is_shown_as_one():
     with pytest.raises(AssertionError, match=r"expected int, got int64\.\nexpected: 3\ngot:      numpy\.int64\(3\)"):
         checks.assert_equal(np.int64(3), 3, name="count")
+
+
+def test_assert_kept_on_meta_passes_a_meta_result_and_values_read_and_fails_the_rest():
+    checks.assert_kept_on_meta({"outcome": "device", "device": "meta"}, name="made on meta")
+    checks.assert_kept_on_meta({"outcome": "needs values", "error": "RuntimeError: item"}, name="reads values")
+    for report in ({"outcome": "device", "device": "cpu"}, {"outcome": "mismatch", "error": "cpu vs meta"},
+                   {"outcome": "no tensor"}):
+        with pytest.raises(checks.CheckFailure, match="with its tensors on the meta device"):
+            checks.assert_kept_on_meta(report, name="a device mistake", hint="make it on x.device")
+    with pytest.raises(TypeError):
+        checks.assert_kept_on_meta("meta", name="not a report")
