@@ -245,7 +245,7 @@ print("q.view(1, 3, 2, 2)[0, 1] =", q.view(1, 3, 2, 2)[0, 1].tolist(), " <- not 
 # %% [markdown] id="47c1d06c"
 # ### Exercise 1: `split_heads` and `merge_heads` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour: values, strides, dtypes, gradients), 1 hidden (errors and edge cases: `ValueError` for an indivisible width, inputs left unchanged, one head).*
+# *Points: 1 visible, 2 hidden (behaviour: values, strides, dtypes, devices, gradients), 1 hidden (errors and edge cases: `ValueError` for an indivisible width, inputs left unchanged, one head).*
 #
 # Write the two reshapes, for a batch:
 #
@@ -409,6 +409,18 @@ checks.assert_true(result["inputs"][0] is not None, name="gradient of merge_head
                    problem="no gradient reached the heads.", hint="Use torch operations only (no .detach(), no NumPy).")
 checks.assert_close(result["inputs"][0], split_reference(grad_out, 3), atol=1e-12, name="gradient of merge_heads")
 
+# On the device of x: x on PyTorch's meta device (shapes, no values) stands in for a GPU. A rearrangement never
+# needs the values, so the result must be on meta too; a result made with torch.empty/zeros without device= is a
+# CPU tensor, and copying meta heads into it fails ("needs values" is not accepted here).
+for fn, args, label in [(split_heads, (torch.randn(2, 3, 6, generator=g), 3), "split_heads"),
+                        (merge_heads, (torch.randn(2, 3, 4, 2, generator=g),), "merge_heads")]:
+    seen = probes.make("utils.meta_device.result_device_on_meta", fn, *args)
+    checks.assert_true(seen == {"outcome": "device", "device": "meta"},
+                       name=f"{label} of a tensor on another device than the CPU (the meta device)",
+                       problem=f"the call gave {seen}.",
+                       hint="Return a tensor on x's device: rearrange x itself (reshape, transpose, cat, stack), or "
+                            "make new tensors with device=x.device (x.new_empty(...)).")
+
 print("split_heads / merge_heads: hidden tests (behaviour) passed")
 ### END HIDDEN TESTS
 
@@ -478,7 +490,7 @@ print("split_heads / merge_heads: hidden tests (errors and edge cases) passed")
 #
 # ### Exercise 2: `MultiHeadAttention` (2 + 2 + 1 points)
 #
-# *Points: 2 visible, 2 hidden (behaviour: outputs against a loop over heads and `nn.MultiheadAttention`, several lengths on one module, the causal mask, gradients), 1 hidden (errors, defaults and edge cases: `ValueError` for an indivisible width, `causal` left out, a single token, float64, the input left unchanged, the mask made on x's device).*
+# *Points: 2 visible, 2 hidden (behaviour: outputs against a loop over heads and `nn.MultiheadAttention`, several lengths on one module, the causal mask, gradients), 1 hidden (errors, defaults and edge cases: `ValueError` for an indivisible width, `causal` left out, a single token, float64, float16 and bfloat16, the input left unchanged, the mask made on x's device).*
 #
 # Write the module. No loop over heads: the point is one batched computation. Inside, use your
 # `split_heads` and `merge_heads`, and either your own masked softmax or `F.scaled_dot_product_attention`
@@ -508,7 +520,8 @@ class MultiHeadAttention(nn.Module):
       out_proj's input features (columns) i*d_k .. (i+1)*d_k - 1 read head i's output.
 
     forward(x, causal=False):
-        x: floating tensor (B, T, d_model), T >= 1. Returns a new tensor (B, T, d_model), same dtype:
+        x: floating tensor (B, T, d_model), T >= 1, any floating dtype (float32, float64, float16,
+            bfloat16). Returns a new tensor (B, T, d_model), same dtype:
             head_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i with Q = x W_q^T + b_q (head i = its
             i-th block of d_k features), likewise K and V; M = 0, or -inf above the diagonal when
             causal=True (position t attends to positions <= t only, so no row is ever fully masked);
@@ -892,6 +905,25 @@ x = torch.randn(2, 4, 12, generator=g, dtype=torch.float64)
 traced = probes.traced_call(m, x, causal=True)
 checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="MultiHeadAttention's input after the call",
                     hint="Do not modify x in place.")
+
+# Half precision (float16 and bfloat16, as models run on a GPU): x's dtype is kept and the values hold. A mask
+# value of -1e9 does not fit in float16, and a float32 mask added to half scores makes them float32.
+for dtype, tol in [(torch.float16, 2e-2), (torch.bfloat16, 1e-1)]:
+    m = MultiHeadAttention(12, 3)
+    fused = layout(m, 12, True)
+    W, b = random_weights(12, True, torch.float32)
+    W, b = [w.to(dtype) for w in W], [v.to(dtype) for v in b]
+    m.load_state_dict(state_dict(W, b, fused), strict=False)
+    m.to(dtype)
+    x = torch.randn(2, 5, 12, generator=g).to(dtype)
+    name = f"MultiHeadAttention(12, 3) in {str(dtype).replace('torch.', '')}, causal=True"
+    out = m(x, causal=True)
+    checks.assert_tensor(out, name=name, shape=(2, 5, 12), dtype=dtype,
+                         hint="Keep x's dtype: masked_fill with float('-inf') works in every floating dtype; a mask "
+                              "value such as -1e9 overflows float16, and a float32 mask added to the scores makes them float32.")
+    expected = loop_reference(x.double(), [w.double() for w in W], [v.double() for v in b], 3, True)
+    checks.assert_close(out.double(), expected, atol=tol, rtol=tol, name=name + " (against float64 arithmetic)")
+
 print("MultiHeadAttention: hidden tests (errors, defaults and edge cases) passed")
 # On the device of x: the module and x on PyTorch's meta device (shapes, no values) stand in for a GPU. A mask
 # made without device= is a CPU tensor meeting meta scores (on a GPU the forward pass would stop there); code
