@@ -695,7 +695,7 @@ print(f"all-zero logits: {cross_entropy(torch.zeros(8, 103), targets).item():.4f
 #
 # ### Exercise 3: `perplexity` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (random probabilities in float64, uniform models, any shape), 1 hidden (edge cases: one token, float32 kept, an impossible token gives inf).*
+# *Points: 1 visible, 2 hidden (random probabilities in float64, uniform models, any shape, contiguous or not), 1 hidden (edge cases: one token, float32 kept, an impossible token gives inf).*
 #
 # Compute the perplexity from the per-token log-probabilities (natural logarithm) that a model assigned
 # to the tokens of a text. Return a 0-d tensor (not a Python number: later code does tensor arithmetic
@@ -711,7 +711,7 @@ def perplexity(log_probs):
     Args:
         log_probs: non-empty floating tensor of any shape (usually (n,)); every entry is one token's
             log P(w_i | w_<i) in nats (natural log), so every entry is <= 0. An entry may be -inf
-            (the model gave that token probability 0).
+            (the model gave that token probability 0). Contiguous or not (e.g. a transposed tensor).
     Returns:
         0-d tensor (a tensor, not a Python float) with the dtype of log_probs: exp of the mean negative
         log-likelihood over all entries, a number >= 1. If any entry is -inf the result is inf: such
@@ -787,6 +787,10 @@ expected = float(np.exp(-np.log(p).mean()))
 checks.assert_close(perplexity(torch.tensor(np.log(p))), expected, rtol=1e-9, atol=1e-9,
                     name="perplexity of a (3, 8) tensor of log-probabilities",
                     hint="Average over every entry, whatever the shape.")
+# ... also when its memory is not in reading order: a transposed (8, 3) tensor is still a tensor of any shape.
+checks.assert_close(perplexity(torch.tensor(np.log(p)).T), expected, rtol=1e-9, atol=1e-9,
+                    name="perplexity of a transposed (non-contiguous) (8, 3) tensor of log-probabilities",
+                    hint="log_probs.view(-1) fails on a non-contiguous tensor: use .mean() on the tensor itself, or .reshape(-1).")
 print("perplexity: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -2073,6 +2077,12 @@ for bad in [0, -0.5, -3.0]:
                                  name=f"softmax_with_temperature(T={bad})")
     message = str(error).split("\n(raised in your code")[0].strip()
     checks.assert_true(bool(message), name=f"the message of the ValueError for T={bad}", problem="it is empty.",
+                       hint="Say why: raise ValueError(f'temperature must be > 0, got {temperature}').")
+    # Saying why: it names the temperature, its value or the condition (a number > 0, positive, greedy/argmax).
+    said = message.lower()
+    reasons = ("temperature", "positive", "zero", "0", ">", "<", "greedy", "argmax", "greater", "larger")
+    checks.assert_true(any(word in said for word in reasons), name=f"the message of the ValueError for T={bad}",
+                       problem=f"{message!r} does not say what is wrong with the temperature.",
                        hint="Say why: raise ValueError(f'temperature must be > 0, got {temperature}').")
 print("softmax_with_temperature: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
