@@ -256,7 +256,7 @@ print("constant vector:", ((c - c.mean()) / torch.sqrt(((c - c.mean()) ** 2).mea
 # %% [markdown] id="5340efb1"
 # ### Exercise 1: `LayerNorm` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (shapes, eps values and dtypes against F.layer_norm, nearly constant rows, a large common offset), 1 hidden (edge cases: the initial parameters, d_model = 1 and constant rows, gradients, the input left unchanged).*
+# *Points: 1 visible, 2 hidden (shapes, eps values and dtypes against F.layer_norm, a non-contiguous input, nearly constant rows, a large common offset), 1 hidden (edge cases: the initial parameters and the eps attribute, d_model = 1 and constant rows, gradients, the input left unchanged).*
 #
 # Write LayerNorm as an `nn.Module` that is a drop-in replacement for `nn.LayerNorm(d_model, eps=eps)`: same
 # parameter names and shapes (so the same `state_dict` loads into both) and the same outputs. Compute the
@@ -279,11 +279,11 @@ class LayerNorm(nn.Module):
       Parameters (the same names and shapes as nn.LayerNorm, so one state_dict loads into both):
         weight: nn.Parameter of shape (d_model,), initialised to ones  (gamma, the per-feature scale);
         bias:   nn.Parameter of shape (d_model,), initialised to zeros (beta, the per-feature shift).
-      No other parameters. eps is a plain float attribute (not a parameter).
+      No other parameters. eps is a plain float attribute named eps, as in nn.LayerNorm (not a parameter).
 
     forward(x):
-        x: floating tensor of shape (..., d_model), any number of leading axes (also none), float32 or
-           float64. Each vector x[..., :] is normalised on its own:
+        x: floating tensor of shape (..., d_model), any number of leading axes (also none), contiguous
+           or not, float32 or float64. Each vector x[..., :] is normalised on its own:
                mu = mean over the last axis, var = mean of (x - mu)^2 over the last axis (the BIASED
                variance: divide by d_model, not d_model - 1),
                out = (x - mu) / sqrt(var + eps) * weight + bias   (eps INSIDE the square root).
@@ -394,6 +394,16 @@ for shape, eps, dtype in [((3, 5, 8), 1e-5, torch.float32), ((7, 16), 1e-6, torc
     checks.assert_close(out, F.layer_norm(x, (d,), w, b, eps), atol=tol, rtol=tol, name=name + " vs F.layer_norm",
                         hint="Biased variance over the last axis, eps inside the square root, then * weight + bias.")
 
+# A non-contiguous input (a transposed batch, as after a transpose of heads or of batch and time): LayerNorm
+# accepts any layout, as nn.LayerNorm does; x.view(-1, d) fails on it.
+x = torch.randn(6, 3, 5, generator=g).transpose(0, 2)                      # (5, 3, 6), not contiguous
+w, b = torch.randn(6, generator=g), torch.randn(6, generator=g)
+ln = LayerNorm(6)
+ln.load_state_dict({"weight": w, "bias": b})
+checks.assert_close(ln(x), F.layer_norm(x, (6,), w, b), atol=1e-5, rtol=1e-5,
+                    name="LayerNorm(6) on a transposed (non-contiguous) tensor of shape (5, 3, 6)",
+                    hint="Reduce over dim=-1 of x itself (or flatten with .reshape, not .view): x need not be contiguous.")
+
 # Nearly constant rows: here sigma + eps and sqrt(sigma^2 + eps) differ by a factor of 3.
 x = 5.0 + 1e-3 * torch.randn(4, 6, generator=g, dtype=torch.float64)
 ln = LayerNorm(6).double()
@@ -425,6 +435,13 @@ checks.assert_close(params["weight"], torch.ones(9), atol=0, rtol=0, name="Layer
                     hint="Start from the identity: weight = ones.")
 checks.assert_close(params["bias"], torch.zeros(9), atol=0, rtol=0, name="LayerNorm(9).bias at initialisation",
                     hint="Start from the identity: bias = zeros.")
+
+# eps is the float attribute ln.eps, as in nn.LayerNorm (code written for nn.LayerNorm reads it).
+for args, eps in [((9,), 1e-5), ((9, 0.25), 0.25)]:
+    eps_seen = LayerNorm(*args).eps
+    checks.assert_true(type(eps_seen) is float and eps_seen == eps, name=f"LayerNorm{args}.eps",
+                       problem=f"expected the float {eps}, got {eps_seen!r}.",
+                       hint="Store the argument as self.eps = eps, a plain float, as nn.LayerNorm does.")
 
 # d_model = 1 and constant rows give the bias.
 ln = LayerNorm(1)
@@ -571,7 +588,7 @@ plt.show()
 # %% [markdown] id="847d777e"
 # ### Exercise 2: `FeedForward` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (widths, activations, shapes and dtypes against a reference, the exact GELU), 1 hidden (edge cases: the defaults, gradients, the input left unchanged, unknown activations raise ValueError).*
+# *Points: 1 visible, 2 hidden (widths, activations, shapes and dtypes against a reference, a non-contiguous input, the exact GELU), 1 hidden (edge cases: the defaults, gradients, the input left unchanged, unknown activations raise ValueError).*
 #
 # Write the FFN as an `nn.Module` with two `nn.Linear` layers named `fc1` and `fc2` (the tests load weights
 # by these names) and the activation chosen by a string. No dropout.
@@ -599,7 +616,7 @@ class FeedForward(nn.Module):
       No other parameters, no dropout.
 
     forward(x):
-        x: floating tensor of shape (..., d_model) (any leading axes), float32 or float64.
+        x: floating tensor of shape (..., d_model) (any leading axes, contiguous or not), float32 or float64.
         Returns a new tensor of the same shape and dtype: fc2(phi(fc1(x))), applied to every position
         separately. x is not modified. Differentiable.
     """
@@ -705,6 +722,15 @@ for d, d_ff, activation, shape, dtype in [(8, None, "gelu", (2, 5), torch.float3
     tol = 1e-10 if dtype == torch.float64 else 1e-5
     checks.assert_close(out, reference(x, sd, activation), atol=tol, rtol=tol, name=name,
                         hint="fc2(phi(fc1(x))) with the exact GELU (erf), or ReLU when asked.")
+
+# A non-contiguous input (a transposed batch): the FFN acts on the last axis whatever the layout.
+ffn = FeedForward(6, 10, activation="relu")
+sd = random_state(6, 10, torch.float32)
+ffn.load_state_dict(sd)
+x = torch.randn(6, 4, 3, generator=g).transpose(0, 2)                     # (3, 4, 6), not contiguous
+checks.assert_close(ffn(x), reference(x, sd, "relu"), atol=1e-5, rtol=1e-5,
+                    name="FeedForward(6, 10, 'relu') on a transposed (non-contiguous) input of shape (3, 4, 6)",
+                    hint="nn.Linear works on the last axis of any tensor; flattening with .view fails on a non-contiguous x (use .reshape, or no flattening).")
 
 # The exact GELU, far into both tails and near 0 (float64).
 ffn = FeedForward(7, d_ff=7, activation="gelu").double()
