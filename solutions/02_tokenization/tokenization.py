@@ -1221,6 +1221,21 @@ checks.assert_equal(call.args_after[0], {(7, 8, 7, 8): 2, (9,): 4, (8, 7): 1}, n
 pc = PairCounter(dict(words))
 checks.assert_equal(dict(pc.counts), {(7, 8): 4, (8, 7): 3}, name="PairCounter({(7, 8, 7, 8): 2, (9,): 4, (8, 7): 1}).counts",
                     hint="a one-token word has no pairs; count each position, times the word's count.")
+
+
+def _lists_of_ids(tokens):
+    # "self.tokens (a list with one list of ids per word)": what came back, described when it is not that.
+    if isinstance(tokens, list) and all(isinstance(t, list) for t in tokens):
+        return None
+    inner = sorted({type(t).__name__ for t in tokens}) if isinstance(tokens, (list, tuple)) else []
+    return f"a {type(tokens).__name__}" + (f" of {', '.join(inner)}" if inner else "")
+
+
+problem = _lists_of_ids(pc.tokens)
+checks.assert_true(problem is None, name="PairCounter({(7, 8, 7, 8): 2, (9,): 4, (8, 7): 1}).tokens",
+                   problem=f"expected a list with one list of ids per word, got {problem}.",
+                   hint="self.tokens holds one list per distinct word (list(word), not the tuple itself), also for "
+                        "words that no merge changes; the given methods and callers rely on it.")
 result = pc.merge((7, 8), 20)
 checks.assert_true(result is None, name="PairCounter.merge((7, 8), 20)", problem=f"returned {result!r}, expected None.",
                    hint="merge updates the counter in place and returns None.")
@@ -1232,6 +1247,9 @@ for absent in [(1, 2), (20, 7), (9, 9)]:
                         hint="a pair that occurs nowhere changes nothing.")
 got = pc.words()
 checks.assert_equal(got, {(20, 20): 2, (9,): 4, (8, 7): 1}, name="words() after the merges")
+problem = _lists_of_ids(pc.tokens)
+checks.assert_true(problem is None, name="PairCounter.tokens after merges", problem=f"expected a list with one list of ids per word, got {problem}.",
+                   hint="store each merged word as a list too (merge returns one).")
 pc.merge((20, 20), 21)
 checks.assert_equal(dict(pc.counts), {(8, 7): 1}, name="counts after merge((20, 20), 21)", hint="no zero entries.")
 checks.assert_equal(got, {(20, 20): 2, (9,): 4, (8, 7): 1}, name="a dict returned by words() before a later merge",
@@ -2008,6 +2026,11 @@ checks.assert_equal(_encoded("Cafe\u0301 \u212b", [(195, 169)]), [67, 97, 102, 1
 checks.assert_equal(_encoded("\ufeff\ufeffx", []), [239, 187, 191, 239, 187, 191, 120], name="encode('\\ufeff\\ufeffx', [])")
 checks.assert_equal(_encoded("\ufeffab cd", [(97, 98)]), [239, 187, 191, 256, 32, 99, 100], name="encode('\\ufeffab cd', [a+b])",
                     hint="a leading U+FEFF is text in a text of any length: encode its bytes EF BB BF.")
+# A text of a single character is one word like any other: the bytes of a multi-byte character merge too.
+checks.assert_equal(_encoded("é", [(195, 169)]), [256], name="encode('é', [C3+A9])",
+                    hint="a one-character text goes through split_words and the merges like any other text.")
+checks.assert_equal(_encoded("\U0001f642", [(240, 159), (153, 130), (256, 257)]), [258],
+                    name="encode('\\U0001f642' (🙂, bytes F0 9F 99 82), [F0+9F, 99+82, 256+257])")
 # The same word with two different merge lists of the same length, in turn: each call uses its own merges.
 checks.assert_equal(_encoded("abc abc", [(97, 98)]), [256, 99, 32, 256, 99], name="encode('abc abc', [a+b])")
 checks.assert_equal(_encoded("abc abc", [(98, 99)]), [97, 256, 32, 97, 256], name="encode('abc abc', [b+c]) after encode(..., [a+b])",
@@ -2618,7 +2641,7 @@ show_table(["text", "ids (what the model sees)", "pieces", "r's per piece", "r's
 #
 # ### Exercise 9: one-hot vectors
 #
-# *Points: 1 visible, 2 hidden (ids of several shapes and integer dtypes, one_hot @ E against F.embedding), 1 hidden (edge cases: repeated ids, an empty tensor, a 0-d id, the result on the device of ids).*
+# *Points: 1 visible, 2 hidden (ids of several shapes and integer dtypes, uint8 included, and ids not contiguous in memory; one_hot @ E against F.embedding), 1 hidden (edge cases: repeated ids, an empty tensor, a 0-d id, the result on the device of ids).*
 #
 # Build the one-hot matrix yourself (not with `F.one_hot`, which returns integers). Think of entry
 # $(t, j)$ as the answer to a yes/no question about the id at position $t$ and the column $j$, asked for
@@ -2639,7 +2662,8 @@ import torch
 def one_hot(ids, vocab_size):
     """One-hot vectors for token ids.
 
-    ids: integer tensor of any shape (...), values in [0, vocab_size).
+    ids: integer tensor of any integer dtype (int64, int32, int16, uint8, ...) and any shape (...), contiguous
+    in memory or not, with values in [0, vocab_size).
     Returns a new torch.float32 tensor of shape (..., vocab_size), on the device of `ids`, with 1.0 at
     position ids[...] and 0.0 elsewhere, so that one_hot(ids, V) @ E equals E[ids] for a float32 table E
     of shape (V, d). Columns for ids that do not occur are all zero (vocab_size may exceed the largest id).
@@ -2684,7 +2708,7 @@ from utils import checks
 g = torch.Generator().manual_seed(31)
 V, d = 50, 16
 for shape in [(7,), (4, 7), (2, 3, 5)]:
-    for dtype in (torch.int64, torch.int32):
+    for dtype in (torch.int64, torch.int32, torch.int16, torch.uint8):
         ids = torch.randint(0, 40, shape, generator=g).to(dtype)    # the largest id is below V - 1
         O = one_hot(ids, V)
         checks.assert_tensor(O, name=f"one_hot(ids of shape {shape}, dtype {dtype}, {V})", shape=(*shape, V), dtype=torch.float32,
@@ -2692,6 +2716,10 @@ for shape in [(7,), (4, 7), (2, 3, 5)]:
         checks.assert_close(O, F.one_hot(ids.long(), V).float(), name=f"one_hot(ids of shape {shape}, {V})")
         E = torch.randn(V, d, generator=g)
         checks.assert_close(O @ E, F.embedding(ids.long(), E), name="one_hot(ids, V) @ E vs F.embedding", atol=1e-6)
+# ids that are not contiguous in memory (a transposed batch): any integer tensor of shape (...) is allowed.
+ids = torch.randint(0, V, (6, 4), generator=g).T
+checks.assert_close(one_hot(ids, V), F.one_hot(ids, V).float(), name=f"one_hot(ids of shape (4, 6), transposed: not contiguous, {V})",
+                    hint="ids.view(...) fails on ids that are not contiguous in memory: use reshape, or unsqueeze(-1) without flattening.")
 ### END HIDDEN TESTS
 
 # %% id="b1005346" nbgrader={"grade": true, "grade_id": "test_one_hot_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -667,6 +667,15 @@ checks.assert_close(attention_entropy(torch.eye(6, dtype=torch.float64)), torch.
                     atol=1e-12, name="attention_entropy of one-hot rows")
 checks.assert_close(attention_entropy(torch.full((4, 1), 1.0)), torch.zeros(4), atol=1e-7,
                     name="attention_entropy with a single key (T = 1)")
+# A single key in other dtypes: the result keeps the weights' dtype there too (a shortcut for T = 1 that builds
+# torch.zeros(...) without dtype= gives float32).
+for shape, dtype in [((4, 1), torch.float64), ((1,), torch.float16)]:
+    out = attention_entropy(torch.ones(shape, dtype=dtype))
+    checks.assert_tensor(out, name=f"attention_entropy with a single key, shape {shape}, {dtype}", shape=shape[:-1],
+                         dtype=dtype, hint="Same dtype as weights for every T: a special case for T = 1 needs "
+                                           "dtype=weights.dtype (torch.zeros_like(weights[..., 0]), or no special case).")
+    checks.assert_close(out.double(), torch.zeros(shape[:-1], dtype=torch.float64), atol=0,
+                        name=f"attention_entropy with a single key, shape {shape}, {dtype}")
 checks.assert_close(attention_entropy(torch.full((2, 64), 1 / 64, dtype=torch.float64)),
                     torch.full((2,), math.log(64), dtype=torch.float64), atol=1e-10,
                     name="attention_entropy of uniform rows over 64 keys", hint="ln(64) = 4.159 nats (not 6 bits).")
@@ -904,6 +913,12 @@ checks.assert_close(softmax_jacobian(p), expected, atol=1e-12, name="softmax_jac
 # A single key (T = 1): p = (1,), J = 0.
 checks.assert_close(softmax_jacobian(torch.ones(3, 1, dtype=torch.float64)), torch.zeros(3, 1, 1, dtype=torch.float64),
                     atol=0, name="softmax_jacobian with a single key (T = 1)")
+# ... in p's dtype (assert_close compares values only): a shortcut for T = 1 built without dtype= gives float32.
+for shape, dtype in [((3, 1), torch.float64), ((1,), torch.float16)]:
+    checks.assert_tensor(softmax_jacobian(torch.ones(shape, dtype=dtype)), shape=(*shape, 1), dtype=dtype,
+                         name=f"softmax_jacobian with a single key, shape {shape}, {dtype}",
+                         hint="Same dtype as p for every T: a special case for T = 1 needs dtype=p.dtype "
+                              "(torch.zeros_like(p).unsqueeze(-1), or no special case).")
 # One-hot rows: exactly 0, not merely small (diag(e_m) and e_m e_m^T are the same matrix).
 for dtype in (torch.float64, torch.float32):
     checks.assert_close(softmax_jacobian(torch.eye(5, dtype=dtype)), torch.zeros(5, 5, 5, dtype=dtype), atol=0, rtol=0,
