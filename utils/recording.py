@@ -198,3 +198,20 @@ class _RecordingScaler:
     def update(self):
         self._events.append("update")
         self._unscaled = False
+
+
+# --- Hooks that belong to someone else ----------------------------------------------------------------------
+
+def _bystander_hook(module, args, output):
+    return None   # changes nothing: it is there only to be left alone
+
+
+def with_bystander_hooks(module) -> dict:
+    """Registers one forward hook that changes nothing on ``module`` and on each of its submodules, as a user's
+    own hooks would be, and returns ``hooks_left(module)`` (plain data). A function that removes only the hooks it
+    added (``handle.remove()``) leaves that count as it was; one that clears a module's hooks
+    (``module._forward_hooks.clear()``) drops these too. Build it where the student's code runs:
+    ``probes.make("utils.recording.with_bystander_hooks", model)``."""
+    for submodule in module.modules():
+        submodule.register_forward_hook(_bystander_hook)
+    return hooks_left(module)

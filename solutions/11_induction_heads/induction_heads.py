@@ -989,6 +989,16 @@ for layer, head, mode in [(0, 1, "zero"), (0, 0, "mean")]:
                              "exception on the way does not leave the hook on the model.")
 checks.assert_true(model.training is True, name="the mode of a model in train mode after a call that raised",
                    problem="it came back in eval mode.", hint="Restore the mode in the finally: block too.")
+
+# Hooks that the caller registered stay on the model: a function removes only the hooks it added.
+watched = probes.make("utils.attention_only.AttentionOnlyTransformer", 5, 4, 2, 1, 4, seed=3)
+theirs = probes.make("utils.recording.with_bystander_hooks", watched)["hooks"]
+for layer, head, mode in [(0, 1, "zero"), (0, 0, "mean")]:
+    loss_with_head_ablated(watched, tokens, mask, layer, head, mode)
+    checks.assert_equal(probes.make("utils.recording.hooks_left", watched)["hooks"], theirs,
+                        name=f"the hooks a caller had registered, after loss_with_head_ablated(layer={layer}, head={head}, {mode!r})",
+                        hint="Remove your own hook with the handle register_forward_hook returned (handle.remove()); "
+                             "module._forward_hooks.clear() also removes hooks that are not yours.")
 print("loss_with_head_ablated: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1062,8 +1072,8 @@ def pairwise_cosines(vectors):
     Args:
         vectors: float tensor (n, d), n >= 1, d >= 1: one vector per row. No row may be all zeros.
     Returns:
-        A new tensor (n, n), vectors' dtype: entry [i, j] = <v_i, v_j> / (|v_i| |v_j|), in [-1, 1], with
-        1 on the diagonal (to rounding). The input is left unchanged.
+        A new tensor (n, n), vectors' dtype: entry [i, j] = <v_i, v_j> / (|v_i| |v_j|), in [-1, 1] and
+        1 on the diagonal, both to rounding (a clamp is allowed, not required). The input is left unchanged.
     Raises:
         ValueError: if some row has norm 0 (its direction is undefined).
     """
