@@ -249,7 +249,7 @@ print(repr(text[1000:1200]))
 #
 # ### Exercise 1: `get_batch` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors with `data` left unchanged, the error).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors (views neither of `data` nor of each other) with `data` left unchanged, the error).*
 #
 # Draw the $B$ starts with `torch.randint` using the `generator` you are given (so that a batch is
 # reproducible), then gather the windows. A loop over the batch is fine; building a `(B, T)` table of
@@ -269,8 +269,9 @@ def get_batch(data, block_size, batch_size, generator=None):
         generator: a torch.Generator (on the CPU) to draw the start positions from; None means
             PyTorch's global generator. All randomness must come from it.
     Returns:
-        (x, y): two new tensors of shape (B, T), with data's dtype and device. For each row b there is
-        a start s_b with
+        (x, y): two new tensors of shape (B, T), with data's dtype and device, sharing memory neither
+        with data nor with each other (writing into y leaves x and data as they were). For each row b
+        there is a start s_b with
             x[b] = data[s_b : s_b + T]          (the input window)
             y[b] = data[s_b + 1 : s_b + T + 1]  (the same window shifted by one: y[b, t] follows x[b, t])
         The starts are drawn independently and uniformly from {0, 1, ..., N - T - 1}: every window of
@@ -394,6 +395,14 @@ checks.assert_equal(traced.args_after[0].tolist(), [5, 6, 7, 8, 9], name="data a
 checks.assert_true(not traced.shares_memory, name="x and y from get_batch",
                    problem="x or y shares memory with data (a view of it): writing into the batch would change the stream.",
                    hint="Return new tensors: index data with a tensor of positions, or .clone() the slices.")
+# x and y have memory of their own, apart from each other too: a caller who writes -100 into y (a padded
+# position) must not change x. Two slices of one (B, T + 1) table of windows would share it.
+for n, t, b in [(30, 6, 4), (5, 4, 1)]:
+    seen = probes.make("utils.recording.tensors_sharing_memory", get_batch, torch.arange(n), t, b,
+                       torch.Generator().manual_seed(2))
+    checks.assert_equal(seen["pairs"], [], name=f"pairs of get_batch(arange({n}), {t}, {b})'s results that share memory",
+                        hint="Index data once for x and once for y (data[index], data[index + 1]); windows[:, :-1] and "
+                             "windows[:, 1:] are two views of one tensor, so writing into y would change x.")
 checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_batch with N = 3 < T = 5")
 ### END HIDDEN TESTS
 
@@ -430,7 +439,7 @@ checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_bat
 #
 # ### Exercise 2: `lm_loss` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: NaN when no position is counted, the default `ignore_index`, inputs left unchanged, logits and targets that are not contiguous).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: NaN when no position is counted, the default `ignore_index`, inputs left unchanged, logits and targets that are not contiguous, a confident model's logits far apart).*
 #
 # Flatten the batch and time dimensions and let `F.cross_entropy` do the rest (its `ignore_index`
 # argument exists for exactly this), or write it with `log_softmax` and `gather` as in notebook 01.
@@ -579,6 +588,16 @@ expected = F.cross_entropy(logits_tbv.transpose(0, 1).reshape(-1, 7), targets_tb
 checks.assert_close(lm_loss(logits, targets), expected.item(), atol=1e-10, rtol=1e-10,
                     name="lm_loss of non-contiguous (3, 5, 7) logits and (3, 5) targets (transposed views)",
                     hint="Flatten with reshape (or flatten), not view: view fails on a transposed tensor.")
+# A confident model: float32 logits 120 apart. The target's probability e^-120 is below float32's smallest
+# number, so log(softmax(...)) gives log(0) = -inf; log_softmax (or F.cross_entropy) gives the loss, about 120.
+logits = torch.zeros(2, 3, 4)
+logits[..., 0] = 120.0
+targets = torch.tensor([[1, 0, 2], [0, 3, -100]])
+expected = F.cross_entropy(logits.reshape(-1, 4), targets.reshape(-1))
+checks.assert_close(lm_loss(logits, targets), expected.item(), rtol=1e-5,
+                    name="lm_loss of float32 logits 120 apart (targets of probability e^-120 at 3 of 5 positions)",
+                    hint="Take -log_softmax(logits) (or F.cross_entropy), never log(softmax(logits)): a probability "
+                         "below about e^-103 is 0 in float32, and its log is -inf.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="e6142c81"
