@@ -1064,8 +1064,10 @@ def generate_greedy(model, idx, max_new_tokens):
         A new int64 tensor (B, T + max_new_tokens): the prompt followed by the generated tokens, each the
         argmax of the logits at the last position (ties: the lowest id). The same tokens as running the
         whole sequence through model(idx) at every step. The model is called once on the whole prompt
-        and then once per further token with a (B, 1) input, with gradients off; its train/eval mode is
-        the same afterwards as before (it runs in eval mode). idx is left unchanged.
+        and then once per further token with a (B, 1) input, with gradients off, the model and all its
+        submodules in eval mode (model.eval()); afterwards the model's train/eval mode is the same as
+        before (model.train(was_training)), and so is autograd's (torch.no_grad() as a with block).
+        idx is left unchanged.
     Raises:
         ValueError: if T + max_new_tokens exceeds model.block_size (the model has no position for more).
     """
@@ -1223,6 +1225,24 @@ checks.assert_equal(traced.result.tolist(), [[3, 1, 4]], name="generate_greedy(.
 checks.assert_true(not traced.returns_argument and not traced.shares_memory,
                    name="generate_greedy's result for max_new_tokens=0",
                    problem="it is the prompt tensor itself, or a view of it.", hint="Return a new tensor (e.g. idx.clone()).")
+# Every module runs in eval mode, not only the top one, and every module comes back in its mode.
+for starts_training in (True, False):
+    model.train(starts_training)
+    modules_before = model.modules_in_training()
+    before = len(model.modes)
+    generate_greedy(model, prompt, 2)
+    start = "train" if starts_training else "eval"
+    checks.assert_equal([mode["modules_in_training"] for mode in model.modes[before:]], [[], []],
+                        name=f"the modules in training mode during generate_greedy's 2 model calls (model in {start} mode)",
+                        hint="model.eval() puts every submodule in eval mode; model.training = False changes the top module only.")
+    checks.assert_equal(model.modules_in_training(), modules_before,
+                        name=f"the modules in training mode after generate_greedy (model in {start} mode)",
+                        hint="model.train(was_training) restores every submodule; model.training = was_training the top module only.")
+# Autograd is on again after the call when it was on before.
+checks.assert_equal(probes.make("utils.recording.grad_mode_after", generate_greedy, model, prompt, 2),
+                    {"grad_enabled_after": True}, name="autograd after generate_greedy (it was on before the call)",
+                    hint="Turn gradients off with a with torch.no_grad(): block; torch.set_grad_enabled(False) stays in force "
+                         "after the function returns.")
 print("generate_greedy: hidden edge tests passed")
 ### END HIDDEN TESTS
 
