@@ -806,10 +806,10 @@ for args, expected in [((0, 2e-3, 2e-4, 10, 50), 2e-4), ((30, 2e-3, 2e-4, 10, 50
                        ((50, 1, 0, 10, 50), 0.0), ((70, 1, 0, 10, 50), 0.0)]:
     value = learning_rate(*args)
     name = "learning_rate({}, max_lr={}, min_lr={}, warmup_steps={}, max_steps={})".format(*args)
-    checks.assert_true(isinstance(value, float), name=name,
+    checks.assert_true(type(value) is float, name=name,
                        problem=f"expected a Python float, got {type(value).__name__}.",
-                       hint="Use math.cos on Python numbers (a tensor or None is not a learning rate an optimizer can take), "
-                            "and return float(min_lr) at the floor: min_lr = 0 given as an int is still a rate.")
+                       hint="Use math.cos on Python numbers (a tensor, a NumPy float or None is not the Python float the "
+                            "contract names), and return float(min_lr) at the floor: min_lr = 0 given as an int is still a rate.")
     checks.assert_close(value, expected, atol=1e-12, rtol=1e-9, name=name,
                         hint="W = 0 means no warm-up (start the cosine at step 0); W = S means straight to the floor.")
 ### END HIDDEN TESTS
@@ -1184,6 +1184,14 @@ traced = probes.traced_call(sample_next_token, z, temperature=0.5, top_k=4, top_
 checks.assert_close(traced.args_after[0], before, atol=0, rtol=0, name="logits after sample_next_token",
                     hint="Do not divide or mask the caller's logits in place (logits /= temperature); work on a new tensor.")
 checks.assert_tensor(traced.result, name="sample_next_token on (3, 10)", shape=(3,), dtype=torch.int64)
+# Ties on a vocabulary of 20: the lowest ids are kept. (From 17 equal values on, torch.sort without stable=True
+# puts another one first on the CPU: the order of equal logits must come from a stable sort.)
+ids = sample_next_token(torch.zeros(3000, 20), top_k=3, generator=torch.Generator().manual_seed(28))
+checks.assert_equal(drawn(ids), [0, 1, 2], name="tokens drawn from 20 equal logits with top_k=3",
+                    hint="Ties at the k-th value go to the lower token ids: sort with torch.sort(..., descending=True, stable=True).")
+ids = sample_next_token(torch.zeros(3000, 20), top_p=0.1, generator=torch.Generator().manual_seed(29))
+checks.assert_equal(drawn(ids), [0, 1], name="tokens drawn from 20 equal logits with top_p=0.1",
+                    hint="0.05 + 0.05 reaches 0.1: two tokens, equal ones taken by increasing id (a stable sort).")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="578a9428"
@@ -1356,9 +1364,10 @@ g = torch.Generator().manual_seed(606)
 batches = [(torch.randint(6, (2, 4), generator=g), torch.randint(6, (2, 4), generator=g)) for _ in range(3)]
 expected = sum(F.cross_entropy(table[x].reshape(-1, 6), y.reshape(-1)).item() for x, y in batches) / 3
 loss = estimate_loss(model, batches)
-checks.assert_true(isinstance(loss, float), name="estimate_loss's return value",
+checks.assert_true(type(loss) is float, name="estimate_loss's return value",
                    problem=f"expected a Python float, got {type(loss).__name__}.",
-                   hint="Return a number (.item()), not a tensor: a float cannot keep a graph alive.")
+                   hint="Return a Python number (.item() of each batch's loss, summed in Python), not a tensor and not "
+                        "a NumPy float (numpy.mean gives numpy.float64).")
 checks.assert_close(loss, expected, name="estimate_loss on 3 batches of (2, 4)")
 checks.assert_close(probes.parameters(model)["table"], table, atol=0, rtol=0, name="the model's weights after evaluation")
 # Batches whose x and y are transposed views (not contiguous).
