@@ -505,14 +505,16 @@ traced = probes.traced_call(prefix_matching_score, patterns, tokens)
 checks.assert_close(traced.args_after[0], patterns, atol=0, rtol=0, name="patterns after prefix_matching_score")
 checks.assert_equal(traced.args_after[1].tolist(), [[2, 2, 2]], name="tokens after prefix_matching_score")
 checks.assert_tensor(traced.result, name="prefix_matching_score's result", shape=(2,), dtype="floating")
-# The scores have the patterns' dtype, float32 and float64 alike (a float32 mean of float64 patterns loses digits).
-for dtype in (torch.float32, torch.float64):
+# The scores have the patterns' dtype, float32, float64 and bfloat16 alike (a float32 mean of float64 patterns loses
+# digits; a float32 mask multiplied into bfloat16 patterns makes the score float32).
+for dtype, tolerance in ((torch.float32, 1e-6), (torch.float64, 1e-12), (torch.bfloat16, 1e-2)):
     patterns = torch.tensor([[[[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.1, 0.8, 0.1]]]], dtype=dtype)
     for name, score, expected in [("previous_token_score", previous_token_score(patterns), (0.3 + 0.8) / 2),
                                   ("prefix_matching_score", prefix_matching_score(patterns, torch.tensor([[5, 7, 5]])), 0.8)]:
         checks.assert_tensor(score, name=f"{name} of {dtype} patterns", shape=(1,), dtype=dtype,
-                             hint="Average in the patterns' dtype; do not convert to float32 (or float64).")
-        checks.assert_close(score, torch.tensor([expected], dtype=dtype), atol=1e-12 if dtype == torch.float64 else 1e-6,
+                             hint="Average in the patterns' dtype; do not convert to float32 (or float64), and multiply by "
+                                  "a boolean mask, or one in the patterns' dtype (mask.float() makes bfloat16 float32).")
+        checks.assert_close(score.double(), torch.tensor([expected], dtype=dtype).double(), atol=tolerance,
                             name=f"{name} of the worked example in {dtype}")
 print("head scores: hidden edge tests passed")
 ### END HIDDEN TESTS
