@@ -12,8 +12,10 @@ a head tied to the token embedding). Its attention has two paths:
   exercise (notebook 10).
 
 It records the shape of every ``idx`` it is called with in ``calls`` (a test instrument: did a loop
-feed one token per step?), and in ``modes`` one dict ``{"grad_enabled": bool, "training": bool}`` per
-call: whether autograd was recording and whether the module was in training mode during that call. This module holds no exercise solution.
+feed one token per step?), and in ``modes`` one dict ``{"grad_enabled": bool, "training": bool,
+"modules_in_training": [names]}`` per call: whether autograd was recording, whether the module was in training
+mode during that call, and which of its modules were ("" is the model itself; ``model.training = False`` leaves
+the blocks in training mode, ``model.eval()`` does not). ``modules_in_training()`` gives that list now. This module holds no exercise solution.
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class TinyGPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, caches: list | None = None):
         self.calls.append(tuple(idx.shape))
-        self.modes.append({"grad_enabled": bool(torch.is_grad_enabled()), "training": bool(self.training)})
+        self.modes.append({"grad_enabled": bool(torch.is_grad_enabled()), "training": bool(self.training),
+                           "modules_in_training": self.modules_in_training()})
         cached = caches is not None
         if cached and (self.attention is None or len(caches) != self.n_layer):
             raise ValueError("the cached path needs attention= at construction and one cache entry per layer")
@@ -101,6 +104,10 @@ class TinyGPT(nn.Module):
             new_caches.append(cache)
         logits = F.linear(self.ln_f(x), self.wte.weight)     # the head is the token embedding, tied
         return logits, (new_caches if cached else None)
+
+    def modules_in_training(self) -> list[str]:
+        """The names of the modules (this one is "") that are in training mode now, in module order."""
+        return [name for name, module in self.named_modules() if module.training]
 
     def matmul_parameters(self) -> int:
         """Parameters that multiply activations: every Linear weight and the (tied) head, not the

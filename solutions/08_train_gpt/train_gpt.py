@@ -249,7 +249,7 @@ print(repr(text[1000:1200]))
 #
 # ### Exercise 1: `get_batch` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors with `data` left unchanged, the error).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors (views neither of `data` nor of each other) with `data` left unchanged, the error).*
 #
 # Draw the $B$ starts with `torch.randint` using the `generator` you are given (so that a batch is
 # reproducible), then gather the windows. A loop over the batch is fine; building a `(B, T)` table of
@@ -269,8 +269,9 @@ def get_batch(data, block_size, batch_size, generator=None):
         generator: a torch.Generator (on the CPU) to draw the start positions from; None means
             PyTorch's global generator. All randomness must come from it.
     Returns:
-        (x, y): two new tensors of shape (B, T), with data's dtype and device. For each row b there is
-        a start s_b with
+        (x, y): two new tensors of shape (B, T), with data's dtype and device, sharing memory neither
+        with data nor with each other (writing into y leaves x and data as they were). For each row b
+        there is a start s_b with
             x[b] = data[s_b : s_b + T]          (the input window)
             y[b] = data[s_b + 1 : s_b + T + 1]  (the same window shifted by one: y[b, t] follows x[b, t])
         The starts are drawn independently and uniformly from {0, 1, ..., N - T - 1}: every window of
@@ -394,6 +395,14 @@ checks.assert_equal(traced.args_after[0].tolist(), [5, 6, 7, 8, 9], name="data a
 checks.assert_true(not traced.shares_memory, name="x and y from get_batch",
                    problem="x or y shares memory with data (a view of it): writing into the batch would change the stream.",
                    hint="Return new tensors: index data with a tensor of positions, or .clone() the slices.")
+# x and y have memory of their own, apart from each other too: a caller who writes -100 into y (a padded
+# position) must not change x. Two slices of one (B, T + 1) table of windows would share it.
+for n, t, b in [(30, 6, 4), (5, 4, 1)]:
+    seen = probes.make("utils.recording.tensors_sharing_memory", get_batch, torch.arange(n), t, b,
+                       torch.Generator().manual_seed(2))
+    checks.assert_equal(seen["pairs"], [], name=f"pairs of get_batch(arange({n}), {t}, {b})'s results that share memory",
+                        hint="Index data once for x and once for y (data[index], data[index + 1]); windows[:, :-1] and "
+                             "windows[:, 1:] are two views of one tensor, so writing into y would change x.")
 checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_batch with N = 3 < T = 5")
 ### END HIDDEN TESTS
 
@@ -430,7 +439,7 @@ checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_bat
 #
 # ### Exercise 2: `lm_loss` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: NaN when no position is counted, the default `ignore_index`, inputs left unchanged, logits and targets that are not contiguous).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: NaN when no position is counted, the default `ignore_index`, inputs left unchanged, logits and targets that are not contiguous, a confident model's logits far apart).*
 #
 # Flatten the batch and time dimensions and let `F.cross_entropy` do the rest (its `ignore_index`
 # argument exists for exactly this), or write it with `log_softmax` and `gather` as in notebook 01.
@@ -579,6 +588,16 @@ expected = F.cross_entropy(logits_tbv.transpose(0, 1).reshape(-1, 7), targets_tb
 checks.assert_close(lm_loss(logits, targets), expected.item(), atol=1e-10, rtol=1e-10,
                     name="lm_loss of non-contiguous (3, 5, 7) logits and (3, 5) targets (transposed views)",
                     hint="Flatten with reshape (or flatten), not view: view fails on a transposed tensor.")
+# A confident model: float32 logits 120 apart. The target's probability e^-120 is below float32's smallest
+# number, so log(softmax(...)) gives log(0) = -inf; log_softmax (or F.cross_entropy) gives the loss, about 120.
+logits = torch.zeros(2, 3, 4)
+logits[..., 0] = 120.0
+targets = torch.tensor([[1, 0, 2], [0, 3, -100]])
+expected = F.cross_entropy(logits.reshape(-1, 4), targets.reshape(-1))
+checks.assert_close(lm_loss(logits, targets), expected.item(), rtol=1e-5,
+                    name="lm_loss of float32 logits 120 apart (targets of probability e^-120 at 3 of 5 positions)",
+                    hint="Take -log_softmax(logits) (or F.cross_entropy), never log(softmax(logits)): a probability "
+                         "below about e^-103 is 0 in float32, and its log is -inf.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="e6142c81"
@@ -787,10 +806,10 @@ for args, expected in [((0, 2e-3, 2e-4, 10, 50), 2e-4), ((30, 2e-3, 2e-4, 10, 50
                        ((50, 1, 0, 10, 50), 0.0), ((70, 1, 0, 10, 50), 0.0)]:
     value = learning_rate(*args)
     name = "learning_rate({}, max_lr={}, min_lr={}, warmup_steps={}, max_steps={})".format(*args)
-    checks.assert_true(isinstance(value, float), name=name,
+    checks.assert_true(type(value) is float, name=name,
                        problem=f"expected a Python float, got {type(value).__name__}.",
-                       hint="Use math.cos on Python numbers (a tensor or None is not a learning rate an optimizer can take), "
-                            "and return float(min_lr) at the floor: min_lr = 0 given as an int is still a rate.")
+                       hint="Use math.cos on Python numbers (a tensor, a NumPy float or None is not the Python float the "
+                            "contract names), and return float(min_lr) at the floor: min_lr = 0 given as an int is still a rate.")
     checks.assert_close(value, expected, atol=1e-12, rtol=1e-9, name=name,
                         hint="W = 0 means no warm-up (start the cosine at step 0); W = S means straight to the floor.")
 ### END HIDDEN TESTS
@@ -1165,6 +1184,14 @@ traced = probes.traced_call(sample_next_token, z, temperature=0.5, top_k=4, top_
 checks.assert_close(traced.args_after[0], before, atol=0, rtol=0, name="logits after sample_next_token",
                     hint="Do not divide or mask the caller's logits in place (logits /= temperature); work on a new tensor.")
 checks.assert_tensor(traced.result, name="sample_next_token on (3, 10)", shape=(3,), dtype=torch.int64)
+# Ties on a vocabulary of 20: the lowest ids are kept. (From 17 equal values on, torch.sort without stable=True
+# puts another one first on the CPU: the order of equal logits must come from a stable sort.)
+ids = sample_next_token(torch.zeros(3000, 20), top_k=3, generator=torch.Generator().manual_seed(28))
+checks.assert_equal(drawn(ids), [0, 1, 2], name="tokens drawn from 20 equal logits with top_k=3",
+                    hint="Ties at the k-th value go to the lower token ids: sort with torch.sort(..., descending=True, stable=True).")
+ids = sample_next_token(torch.zeros(3000, 20), top_p=0.1, generator=torch.Generator().manual_seed(29))
+checks.assert_equal(drawn(ids), [0, 1], name="tokens drawn from 20 equal logits with top_p=0.1",
+                    hint="0.05 + 0.05 reaches 0.1: two tokens, equal ones taken by increasing id (a stable sort).")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="578a9428"
@@ -1337,9 +1364,10 @@ g = torch.Generator().manual_seed(606)
 batches = [(torch.randint(6, (2, 4), generator=g), torch.randint(6, (2, 4), generator=g)) for _ in range(3)]
 expected = sum(F.cross_entropy(table[x].reshape(-1, 6), y.reshape(-1)).item() for x, y in batches) / 3
 loss = estimate_loss(model, batches)
-checks.assert_true(isinstance(loss, float), name="estimate_loss's return value",
+checks.assert_true(type(loss) is float, name="estimate_loss's return value",
                    problem=f"expected a Python float, got {type(loss).__name__}.",
-                   hint="Return a number (.item()), not a tensor: a float cannot keep a graph alive.")
+                   hint="Return a Python number (.item() of each batch's loss, summed in Python), not a tensor and not "
+                        "a NumPy float (numpy.mean gives numpy.float64).")
 checks.assert_close(loss, expected, name="estimate_loss on 3 batches of (2, 4)")
 checks.assert_close(probes.parameters(model)["table"], table, atol=0, rtol=0, name="the model's weights after evaluation")
 # Batches whose x and y are transposed views (not contiguous).

@@ -402,7 +402,8 @@ for shape, sizes in [((3, 7), (7,)), ((3, 7), (1,) * 7), ((2, 5, 11), (4, 4, 3))
 rows = torch.randn(2, 6, dtype=torch.float64, generator=generator)
 m, s = fold(rows, (2, 2, 2))
 checks.assert_tensor(s, name="running sum of float64 rows", shape=(2,), dtype=torch.float64)
-checks.assert_close(m + s.log(), torch.logsumexp(rows, dim=-1), atol=1e-12, name="float64 log-sum-exp")
+checks.assert_close(m + s.log(), torch.logsumexp(rows, dim=-1), atol=1e-12, rtol=1e-12, name="float64 log-sum-exp",
+                    hint="Compute in the rows' own dtype: a sum taken in float32 and cast back to float64 is off by about 1e-8.")
 print("online_softmax_update: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -674,6 +675,16 @@ for lead, T, d, blocks in [((1,), 1, 2, (1, 3)), ((2, 2), 12, 8, (1, 4, 5, 12, 3
                             name=f"tiled_attention(T={T}, block_size={block}, causal=True)",
                             hint="The mask compares absolute positions (query i0 + r, key j0 + c). Key blocks that start "
                                  "after the query block's last row are entirely masked: skip them.")
+# Very negative scores (-2e9 for every key): a masked score counts for nothing, so a finite mask value such as
+# -1e9, larger than every allowed score, would take all the weight of its row.
+q, k = torch.ones(1, 5, 1), torch.full((1, 5, 1), -2e9)
+v = torch.arange(1.0, 6.0).view(1, 5, 1)
+expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
+for block in (2, 5):
+    checks.assert_close(tiled_attention(q, k, v, block, causal=True), expected, atol=1e-5,
+                        name=f"tiled_attention(T=5, block_size={block}, causal=True), every score -2e9",
+                        hint="Mask with -inf (masked_fill(..., float('-inf'))): a finite value such as -1e9 is larger "
+                             "than a score of -2e9.")
 print("tiled_attention: hidden causal tests passed")
 ### END HIDDEN TESTS
 
@@ -1023,6 +1034,26 @@ checks.assert_tensor(out, name="cached_attention's output for float64 inputs", s
                      hint="Compute in the inputs' dtype; do not convert to float32.")
 checks.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True)[..., 3:, :], atol=1e-12, rtol=1e-12,
                     name="2 float64 tokens after 3 cached, to float64 precision")
+# Very negative scores: every allowed key scores -2e9, so a finite mask value such as -1e9 would be the largest
+# score of its row and take all the weight. A hidden key gets weight exactly 0 whatever the size of the scores.
+q = torch.ones(1, 1, 3, 1)
+k = torch.full((1, 1, 3, 1), -2e9)
+v = torch.tensor([1.0, 2.0, 4.0]).view(1, 1, 3, 1)
+expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
+for P in (0, 1):
+    cache = None if P == 0 else {"k": k[..., :P, :], "v": v[..., :P, :]}
+    out, _ = cached_attention(q[..., P:, :], k[..., P:, :], v[..., P:, :], cache)
+    checks.assert_close(out, expected[..., P:, :], atol=1e-5,
+                        name=f"{3 - P} new tokens after {P} cached, every score -2e9",
+                        hint="Mask with -inf or a boolean mask: a finite value such as -1e9 is larger than a score of -2e9.")
+# bfloat16 in, bfloat16 out: a mask added to the scores is made in q's dtype (or is boolean).
+q, k, v = torch.randn(3, 1, 2, 5, 4, generator=generator).to(torch.bfloat16).unbind(0)
+out, _ = cached_attention(q[..., 3:, :], k[..., 3:, :], v[..., 3:, :], {"k": k[..., :3, :], "v": v[..., :3, :]})
+checks.assert_tensor(out, name="cached_attention's output for bfloat16 inputs", shape=(1, 2, 2, 4), dtype=torch.bfloat16,
+                     hint="An additive mask made without dtype= is float32 and turns bfloat16 scores into float32: use "
+                          "a boolean mask or masked_fill on the scores.")
+checks.assert_close(out.float(), F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)[..., 3:, :],
+                    atol=5e-2, rtol=5e-2, name="2 bfloat16 tokens after 3 cached")
 print("cached_attention: hidden edge tests passed")
 # On q's device: the new tokens and the cache on PyTorch's meta device (shapes, no values) stand in for a GPU. A mask
 # made without device= meets the meta scores; code that reads values cannot run there and is not judged.
@@ -1064,8 +1095,10 @@ def generate_greedy(model, idx, max_new_tokens):
         A new int64 tensor (B, T + max_new_tokens): the prompt followed by the generated tokens, each the
         argmax of the logits at the last position (ties: the lowest id). The same tokens as running the
         whole sequence through model(idx) at every step. The model is called once on the whole prompt
-        and then once per further token with a (B, 1) input, with gradients off; its train/eval mode is
-        the same afterwards as before (it runs in eval mode). idx is left unchanged.
+        and then once per further token with a (B, 1) input, with gradients off, the model and all its
+        submodules in eval mode (model.eval()); afterwards the model's train/eval mode is the same as
+        before (model.train(was_training)), and so is autograd's (torch.no_grad() as a with block).
+        idx is left unchanged.
     Raises:
         ValueError: if T + max_new_tokens exceeds model.block_size (the model has no position for more).
     """
@@ -1223,6 +1256,24 @@ checks.assert_equal(traced.result.tolist(), [[3, 1, 4]], name="generate_greedy(.
 checks.assert_true(not traced.returns_argument and not traced.shares_memory,
                    name="generate_greedy's result for max_new_tokens=0",
                    problem="it is the prompt tensor itself, or a view of it.", hint="Return a new tensor (e.g. idx.clone()).")
+# Every module runs in eval mode, not only the top one, and every module comes back in its mode.
+for starts_training in (True, False):
+    model.train(starts_training)
+    modules_before = model.modules_in_training()
+    before = len(model.modes)
+    generate_greedy(model, prompt, 2)
+    start = "train" if starts_training else "eval"
+    checks.assert_equal([mode["modules_in_training"] for mode in model.modes[before:]], [[], []],
+                        name=f"the modules in training mode during generate_greedy's 2 model calls (model in {start} mode)",
+                        hint="model.eval() puts every submodule in eval mode; model.training = False changes the top module only.")
+    checks.assert_equal(model.modules_in_training(), modules_before,
+                        name=f"the modules in training mode after generate_greedy (model in {start} mode)",
+                        hint="model.train(was_training) restores every submodule; model.training = was_training the top module only.")
+# Autograd is on again after the call when it was on before.
+checks.assert_equal(probes.make("utils.recording.grad_mode_after", generate_greedy, model, prompt, 2),
+                    {"grad_enabled_after": True}, name="autograd after generate_greedy (it was on before the call)",
+                    hint="Turn gradients off with a with torch.no_grad(): block; torch.set_grad_enabled(False) stays in force "
+                         "after the function returns.")
 print("generate_greedy: hidden edge tests passed")
 ### END HIDDEN TESTS
 

@@ -505,14 +505,16 @@ traced = probes.traced_call(prefix_matching_score, patterns, tokens)
 checks.assert_close(traced.args_after[0], patterns, atol=0, rtol=0, name="patterns after prefix_matching_score")
 checks.assert_equal(traced.args_after[1].tolist(), [[2, 2, 2]], name="tokens after prefix_matching_score")
 checks.assert_tensor(traced.result, name="prefix_matching_score's result", shape=(2,), dtype="floating")
-# The scores have the patterns' dtype, float32 and float64 alike (a float32 mean of float64 patterns loses digits).
-for dtype in (torch.float32, torch.float64):
+# The scores have the patterns' dtype, float32, float64 and bfloat16 alike (a float32 mean of float64 patterns loses
+# digits; a float32 mask multiplied into bfloat16 patterns makes the score float32).
+for dtype, tolerance in ((torch.float32, 1e-6), (torch.float64, 1e-12), (torch.bfloat16, 1e-2)):
     patterns = torch.tensor([[[[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.1, 0.8, 0.1]]]], dtype=dtype)
     for name, score, expected in [("previous_token_score", previous_token_score(patterns), (0.3 + 0.8) / 2),
                                   ("prefix_matching_score", prefix_matching_score(patterns, torch.tensor([[5, 7, 5]])), 0.8)]:
         checks.assert_tensor(score, name=f"{name} of {dtype} patterns", shape=(1,), dtype=dtype,
-                             hint="Average in the patterns' dtype; do not convert to float32 (or float64).")
-        checks.assert_close(score, torch.tensor([expected], dtype=dtype), atol=1e-12 if dtype == torch.float64 else 1e-6,
+                             hint="Average in the patterns' dtype; do not convert to float32 (or float64), and multiply by "
+                                  "a boolean mask, or one in the patterns' dtype (mask.float() makes bfloat16 float32).")
+        checks.assert_close(score.double(), torch.tensor([expected], dtype=dtype).double(), atol=tolerance,
                             name=f"{name} of the worked example in {dtype}")
 print("head scores: hidden edge tests passed")
 ### END HIDDEN TESTS
@@ -989,6 +991,16 @@ for layer, head, mode in [(0, 1, "zero"), (0, 0, "mean")]:
                              "exception on the way does not leave the hook on the model.")
 checks.assert_true(model.training is True, name="the mode of a model in train mode after a call that raised",
                    problem="it came back in eval mode.", hint="Restore the mode in the finally: block too.")
+
+# Hooks that the caller registered stay on the model: a function removes only the hooks it added.
+watched = probes.make("utils.attention_only.AttentionOnlyTransformer", 5, 4, 2, 1, 4, seed=3)
+theirs = probes.make("utils.recording.with_bystander_hooks", watched)["hooks"]
+for layer, head, mode in [(0, 1, "zero"), (0, 0, "mean")]:
+    loss_with_head_ablated(watched, tokens, mask, layer, head, mode)
+    checks.assert_equal(probes.make("utils.recording.hooks_left", watched)["hooks"], theirs,
+                        name=f"the hooks a caller had registered, after loss_with_head_ablated(layer={layer}, head={head}, {mode!r})",
+                        hint="Remove your own hook with the handle register_forward_hook returned (handle.remove()); "
+                             "module._forward_hooks.clear() also removes hooks that are not yours.")
 print("loss_with_head_ablated: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1062,8 +1074,8 @@ def pairwise_cosines(vectors):
     Args:
         vectors: float tensor (n, d), n >= 1, d >= 1: one vector per row. No row may be all zeros.
     Returns:
-        A new tensor (n, n), vectors' dtype: entry [i, j] = <v_i, v_j> / (|v_i| |v_j|), in [-1, 1], with
-        1 on the diagonal (to rounding). The input is left unchanged.
+        A new tensor (n, n), vectors' dtype: entry [i, j] = <v_i, v_j> / (|v_i| |v_j|), in [-1, 1] and
+        1 on the diagonal, both to rounding (a clamp is allowed, not required). The input is left unchanged.
     Raises:
         ValueError: if some row has norm 0 (its direction is undefined).
     """
