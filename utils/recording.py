@@ -215,22 +215,3 @@ def with_bystander_hooks(module) -> dict:
     for submodule in module.modules():
         submodule.register_forward_hook(_bystander_hook)
     return hooks_left(module)
-
-
-# --- Results that share memory with each other ------------------------------------------------------------------
-
-def tensors_sharing_memory(fn, *args, **kwargs) -> dict:
-    """Calls ``fn(*args, **kwargs)`` and names the pairs of tensors in its result (a tensor, or a tuple or list of
-    them, in order) whose storages overlap: ``{"pairs": [[i, j], ...]}`` (plain data, ``[]`` when every tensor has
-    memory of its own). Two views of one buffer (``w[:, :-1]`` and ``w[:, 1:]``) share it, so writing into one
-    changes the other. Build it where the student's code runs:
-    ``probes.make("utils.recording.tensors_sharing_memory", get_batch, data, 4, 2, generator)``."""
-    result = fn(*args, **kwargs)
-    tensors = [result] if isinstance(result, torch.Tensor) else [t for t in result if isinstance(t, torch.Tensor)]
-    spans = []
-    for tensor in tensors:
-        storage = tensor.untyped_storage()
-        spans.append(None if tensor.numel() == 0 else (storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
-    pairs = [[i, j] for i in range(len(spans)) for j in range(i + 1, len(spans))
-             if spans[i] and spans[j] and spans[i][0] < spans[j][1] and spans[j][0] < spans[i][1]]
-    return {"pairs": pairs}

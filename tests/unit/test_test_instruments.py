@@ -101,18 +101,3 @@ def test_with_bystander_hooks_puts_one_inert_hook_on_every_module():
     assert hooks_left(model) == {"hooks": {"": 1, "0": 1, "1": 1, "1.0": 1}}
     model[0]._forward_hooks.clear()                 # clearing a module's hooks drops the bystander too
     assert hooks_left(model) == {"hooks": {"": 1, "1": 1, "1.0": 1}}
-
-
-def test_tensors_sharing_memory_names_the_results_that_are_views_of_one_buffer():
-    from utils.recording import tensors_sharing_memory
-
-    def views(n):
-        windows = torch.arange(n).unfold(0, 3, 1).clone()
-        return windows[:, :-1], windows[:, 1:], torch.zeros(2)
-
-    def copies(n):
-        return torch.arange(n), torch.arange(n) + 1
-
-    assert tensors_sharing_memory(views, 6) == {"pairs": [[0, 1]]}
-    assert tensors_sharing_memory(copies, 6) == {"pairs": []}
-    assert tensors_sharing_memory(lambda: torch.ones(3)) == {"pairs": []}
