@@ -648,6 +648,11 @@ checks.assert_equal(first_disagreement([0.0], [1.0], decimals=3), 0, name="first
 checks.assert_raises(ValueError, first_disagreement, [1.0], torch.tensor([1.0, 2.0], dtype=torch.float64),
                      name="first_disagreement with more exact values than printed ones")
 checks.assert_raises(ValueError, first_disagreement, [], [1.0], name="first_disagreement with an empty printout")
+# Unequal lengths raise even when an entry before the end disagrees (checked before the first comparison, not after).
+checks.assert_raises(ValueError, first_disagreement, [1.0, 5.0], [2.0], name="first_disagreement([1.0, 5.0], [2.0]): "
+                     "unequal lengths whose first entry already disagrees")
+checks.assert_raises(ValueError, first_disagreement, [0.3], torch.tensor([0.9, 0.3], dtype=torch.float64),
+                     name="first_disagreement([0.3], tensor([0.9, 0.3])): unequal lengths whose first entry already disagrees")
 # The exact values are left alone.
 exact = torch.tensor([0.25, 0.5, 0.125], dtype=torch.float64)
 traced = probes.traced_call(first_disagreement, [0.25, 0.5, 0.13], exact, 2)
@@ -661,6 +666,15 @@ for printed, exact, decimals, expected in [([1.48], [1.4850000005], 2, None), ([
                         name=f"first_disagreement({printed}, {exact}, decimals={decimals})",
                         hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9: the slack is exactly "
                              "1e-9 (not 1e-6, not math.isclose's relative 1e-9).")
+# The bound is absolute, whatever the size of the numbers: at 1.2e7 with two decimals, or 12345.5 with six, a relative
+# tolerance of 1e-9 (math.isclose's default rel_tol) is wider than half a unit and would hide these differences.
+for printed, exact, decimals, expected in [([12345678.0], [12345678.007], 2, 0), ([3.0, 12345.5], [3.0, 12345.500002], 6, 1),
+                                           ([12345678.0], [12345678.004], 2, None)]:
+    checks.assert_equal(first_disagreement(printed, exact, decimals=decimals), expected,
+                        name=f"first_disagreement({printed}, {exact}, decimals={decimals}): large numbers",
+                        hint="Disagreement means |printed - exact| > 0.5 * 10**-decimals + 1e-9, an absolute bound: "
+                             "math.isclose(p, e, abs_tol=...) also applies a relative tolerance of 1e-9 (rel_tol), "
+                             "which for numbers in the millions is wider than half a unit.")
 # Between the stated slack and a looser one: half a unit plus 3e-9 to 5e-9 disagrees (printed 0.0 makes |p - e| exact,
 # and 2e-9 above the bound is far beyond any order of the comparison's rounding), so a slack of 1e-8 shows.
 for printed, exact, decimals, expected in [([0.0], [0.005 + 4e-9], 2, 0), ([0.2, 0.0], [0.2, 0.05 + 3e-9], 1, 1),
@@ -1113,7 +1127,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
             gets weight exactly 0 (the convention of the boolean attn_mask of
             F.scaled_dot_product_attention).
     Returns:
-        (output, weights), new tensors with the dtype of q:
+        (output, weights), new tensors with the dtype of q, computed in that dtype (float64 inputs keep
+        float64 precision; no pass through float32):
         output (..., T_q, d_v): row i is the weighted sum of the rows of v, with the weights of row i;
         weights (..., T_q, T_k): softmax over the keys (last dimension) of the scaled, masked scores;
             every row sums to 1.
@@ -1474,6 +1489,27 @@ out, w = attend(torch.randn(2, 3, 4, generator=g, dtype=f64), torch.randn(2, 5, 
                 torch.randn(2, 5, 3, generator=g, dtype=f64), what="in float64")
 checks.assert_tensor(out, name="output for float64 inputs", dtype=f64, hint="Return tensors with the dtype of q (no .float()).")
 checks.assert_tensor(w, name="weights for float64 inputs", dtype=f64, hint="Return tensors with the dtype of q (no .float()).")
+# ... and computed in float64: any order of the operations in float64 agrees with PyTorch's to about 1e-15, while a
+# pass through float32 (the scores, the softmax or the product with v) leaves errors near 1e-8 to 1e-6.
+q, k, v = (torch.randn(2, 5, 6, generator=g, dtype=f64) * 2, torch.randn(2, 7, 6, generator=g, dtype=f64) * 2,
+           torch.randn(2, 7, 3, generator=g, dtype=f64) * 10)
+mask = torch.ones(5, 7, dtype=torch.bool).tril(diagonal=2)
+out, w = attend(q, k, v, mask, "in float64 (precision)")
+ref_out, ref_w = reference(q, k, v, mask)
+float64_hint = ("Compute in the dtype of q: a float64 input must not pass through float32 (.float(), a float32 "
+                "softmax or matrix product) even if the result is cast back.")
+checks.assert_close(w, ref_w, atol=1e-11, rtol=1e-10, name="weights for float64 inputs, at float64 precision", hint=float64_hint)
+checks.assert_close(out, ref_out, atol=1e-11, rtol=1e-10, name="output for float64 inputs, at float64 precision", hint=float64_hint)
+# bfloat16 in, bfloat16 out: the dtype of q, also where a softmax in float32 would be more accurate.
+q, k, v = (torch.randn(2, 4, 8, generator=g, dtype=f64), torch.randn(2, 6, 8, generator=g, dtype=f64),
+           torch.randn(2, 6, 3, generator=g, dtype=f64))
+out, w = attend(q.bfloat16(), k.bfloat16(), v.bfloat16(), what="in bfloat16")
+ref_out, ref_w = reference(q.bfloat16().double(), k.bfloat16().double(), v.bfloat16().double())
+half_hint = "Return tensors with the dtype of q: a softmax computed in float32 for accuracy is cast back (.to(q.dtype))."
+checks.assert_tensor(out, name="output for bfloat16 inputs", dtype=torch.bfloat16, hint=half_hint)
+checks.assert_tensor(w, name="weights for bfloat16 inputs", dtype=torch.bfloat16, hint=half_hint)
+checks.assert_close(out.double(), ref_out, atol=5e-2, rtol=5e-2, name="output in bfloat16")
+checks.assert_close(w.double(), ref_w, atol=5e-2, rtol=5e-2, name="weights in bfloat16")
 
 # float32 in, a floating result out, at float32 precision.
 q, k, v = (torch.randn(2, 3, 6, 8, generator=g), torch.randn(2, 3, 7, 8, generator=g), torch.randn(2, 3, 7, 4, generator=g))
@@ -1741,7 +1777,8 @@ def expected_mask(lengths, T):
     return torch.tensor([[[[j <= i and j >= T - n for j in range(T)] for i in range(T)]] for n in lengths])
 
 
-for lengths, T in [([3, 6, 2, 1], 6), ([5, 2, 7], 7), ([2, 2], 5), ([4, 1, 3, 2, 4], 8)]:
+# T and lengths are any ints in range: also past 127 and 255, where T - lengths kept in int8 or uint8 wraps around.
+for lengths, T in [([3, 6, 2, 1], 6), ([5, 2, 7], 7), ([2, 2], 5), ([4, 1, 3, 2, 4], 8), ([1, 300, 0, 129], 300)]:
     name = f"left_padded_causal_mask({lengths}, {T})"
     m = left_padded_causal_mask(torch.tensor(lengths), T)
     checks.assert_tensor(m, name=name, shape=(len(lengths), 1, T, T), dtype=torch.bool,

@@ -748,9 +748,9 @@ for k, d_model in [(3, 16), (40, 32), (11, 6), (1000.3, 8), (-2345.6, 6)]:
     name = f"offset_rotation({k}, {d_model}, dtype=float64)"
     checks.assert_tensor(M, name=name, shape=(d_model, d_model), dtype=torch.float64,
                          hint="Return the requested dtype.")
-    checks.assert_close(M, reference(k, d_model), atol=1e-10, name=name,
-                        hint="Compute the angles k * w_i in the requested dtype (float64 here), not in float32 "
-                             "converted afterwards.")
+    checks.assert_close(M, reference(k, d_model), atol=1e-10, rtol=0, name=name,
+                        hint="Compute the angles k * w_i and their cos and sin in the requested dtype (float64 here), "
+                             "not in float32 converted afterwards (torch.tensor([...]) without dtype= is float32).")
 
 # PE(t + k) = M(k) PE(t), whatever t: M does not depend on the starting position.
 M = offset_rotation(9, 12, dtype=torch.float64)
@@ -806,8 +806,8 @@ for k, d_model in [(-7, 16), (0, 10), (2.5, 8), (-0.75, 4), (3, 2)]:
     M = offset_rotation(k, d_model, dtype=torch.float64)
     name = f"offset_rotation({k}, {d_model}, dtype=float64)"
     checks.assert_tensor(M, name=name, shape=(d_model, d_model), dtype=torch.float64, hint="Return the requested dtype.")
-    checks.assert_close(M, reference(k, d_model), atol=1e-10, name=name,
-                        hint="k may be negative or fractional; M(0) is the identity.")
+    checks.assert_close(M, reference(k, d_model), atol=1e-10, rtol=0, name=name,
+                        hint="k may be negative or fractional; M(0) is the identity. Compute in the requested dtype.")
 checks.assert_close(offset_rotation(0, 6, dtype=torch.float64), torch.eye(6, dtype=torch.float64), atol=0, rtol=0,
                     name="offset_rotation(0, 6)", hint="No offset, no rotation: exactly the identity.")
 # The default dtype is float32 (called without dtype).
