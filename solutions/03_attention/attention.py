@@ -1127,8 +1127,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
             gets weight exactly 0 (the convention of the boolean attn_mask of
             F.scaled_dot_product_attention).
     Returns:
-        (output, weights), new tensors with the dtype of q, computed in that dtype (float64 inputs keep
-        float64 precision; no pass through float32):
+        (output, weights), new tensors with the dtype of q, computed at least at q's precision (float64
+        inputs keep float64 precision: no pass through float32; a float32 softmax for half inputs is fine):
         output (..., T_q, d_v): row i is the weighted sum of the rows of v, with the weights of row i;
         weights (..., T_q, T_k): softmax over the keys (last dimension) of the scaled, masked scores;
             every row sums to 1.
