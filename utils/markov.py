@@ -13,8 +13,9 @@
   layers with biases), ``unrotated`` (a RoPE function that rotates nothing) or ``ShiftlessLayerNorm`` (a norm
   of another class), for tests of a model's build.
 * ``linears_sharing_a_weight()``: two Linear layers with one weight, for tests of parameter names;
-  ``HeadTiedToTable`` (a Linear head tied to a plain Parameter registered first) and ``HeadTiedToScaledEmbedding``
-  (a head tied to a subclass of nn.Embedding), for tests that decide by the modules, not by names or exact types.
+  ``HeadTiedToTable`` (a Linear head tied to a plain Parameter registered first), ``HeadTiedToScaledEmbedding``
+  (a head tied to a subclass of nn.Embedding) and ``TiedUnderOtherNames`` (GPT-2's ``wte``/``lm_head`` beside an
+  untied ``emb_proj``), for tests that decide by the modules, not by names or exact types.
 * ``with_stale_gradients(model, value)``: gradients left over from an earlier backward, which a training step
   must clear before its own.
 
@@ -232,6 +233,19 @@ class HeadTiedToScaledEmbedding(nn.Module):
         self.emb = ScaledEmbedding(vocab_size, width)
         self.head = nn.Linear(width, vocab_size, bias=False)
         self.head.weight = self.emb.weight
+
+
+class TiedUnderOtherNames(nn.Module):
+    """GPT-2's names: an nn.Embedding ``wte`` with a Linear ``lm_head`` (no bias) tied to it, and between them an
+    untied Linear ``emb_proj`` (no bias) whose name contains "emb": a rule that goes by names ("emb" in the name
+    means an embedding) gets both the other way round."""
+
+    def __init__(self, vocab_size: int, width: int):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, width)
+        self.emb_proj = nn.Linear(width, width, bias=False)
+        self.lm_head = nn.Linear(width, vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
 
 
 def with_stale_gradients(model: nn.Module, value: float = 1.0) -> nn.Module:

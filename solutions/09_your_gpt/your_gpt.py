@@ -1208,6 +1208,12 @@ checks.assert_equal(decay_names(probes.make("utils.markov.HeadTiedToTable", 5, 3
 checks.assert_equal(decay_names(probes.make("utils.markov.HeadTiedToScaledEmbedding", 5, 3)), ([], ["emb.weight"]),
                     name="decay_names of a head tied to a ScaledEmbedding (a subclass of nn.Embedding)",
                     hint="isinstance(m, nn.Embedding) for the embeddings too: type(m) is nn.Embedding misses subclasses.")
+# GPT-2's names: a head tied to "wte" (no "emb" in the name) and an untied Linear "emb_proj". The rule goes by the
+# modules, whatever the names, so the table is not decayed and emb_proj's weight is.
+checks.assert_equal(decay_names(probes.make("utils.markov.TiedUnderOtherNames", 5, 3)), (["emb_proj.weight"], ["wte.weight"]),
+                    name="decay_names of wte = Embedding(5, 3), emb_proj = Linear(3, 3), lm_head tied to wte",
+                    hint="Recognise the tied weight as the same Parameter object as an nn.Embedding's weight (compare "
+                         "objects, e.g. by id), not by a name such as 'emb' or 'tok_emb'.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c36"

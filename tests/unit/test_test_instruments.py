@@ -101,3 +101,12 @@ def test_with_bystander_hooks_puts_one_inert_hook_on_every_module():
     assert hooks_left(model) == {"hooks": {"": 1, "0": 1, "1": 1, "1.0": 1}}
     model[0]._forward_hooks.clear()                 # clearing a module's hooks drops the bystander too
     assert hooks_left(model) == {"hooks": {"": 1, "1": 1, "1.0": 1}}
+
+
+def test_tied_under_other_names_ties_the_head_to_wte_and_leaves_emb_proj_untied():
+    from utils.markov import TiedUnderOtherNames
+
+    model = TiedUnderOtherNames(5, 3)
+    assert [name for name, _ in model.named_parameters()] == ["wte.weight", "emb_proj.weight"]
+    assert model.lm_head.weight is model.wte.weight
+    assert model.emb_proj.weight is not model.wte.weight
