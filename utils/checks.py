@@ -442,16 +442,18 @@ def assert_true(condition: Any, *, name: str, problem: str, hint: str | None = N
         _fail(name, problem, hint)
 
 
-def assert_kept_on_meta(report: Any, *, name: str, hint: str | None = None) -> None:
+def assert_kept_on_meta(report: Any, *, name: str, hint: str | None = None, values_may_be_read: bool = True) -> None:
     """Check a report of ``utils.meta_device`` (``result_device_on_meta`` or ``module_output_device_on_meta``):
     the call kept to PyTorch's meta device, which stands in for a GPU (its result is on meta), or it could not
     run there because it reads its inputs' values (``"needs values"``, which is not judged). A result on the CPU,
-    a device mismatch or no tensor fails, with the report as the problem."""
+    a device mismatch or no tensor fails, with the report as the problem. ``values_may_be_read=False`` is for a
+    call that no correct answer needs values for (a rearrangement): "needs values" fails too, since copying meta
+    tensors into one made on the CPU reads as that."""
     __tracebackhide__ = True
     if type(report) is not dict:
         raise TypeError(f"assert_kept_on_meta takes the dict a utils.meta_device probe returns, not {type(report).__name__}")
     outcome = report.get("outcome")
-    if not (outcome == "needs values" or (outcome == "device" and report.get("device") == "meta")):
+    if not ((outcome == "needs values" and values_may_be_read) or (outcome == "device" and report.get("device") == "meta")):
         _fail(name, f"with its tensors on the meta device, the call gave {_short(report)}.", hint)
 
 

@@ -191,3 +191,7 @@ def test_assert_kept_on_meta_passes_a_meta_result_and_values_read_and_fails_the_
             checks.assert_kept_on_meta(report, name="a device mistake", hint="make it on x.device")
     with pytest.raises(TypeError):
         checks.assert_kept_on_meta("meta", name="not a report")
+    checks.assert_kept_on_meta({"outcome": "device", "device": "meta"}, name="a rearrangement", values_may_be_read=False)
+    with pytest.raises(checks.CheckFailure, match="needs values"):
+        checks.assert_kept_on_meta({"outcome": "needs values", "error": "copy out of meta"}, name="a rearrangement",
+                                   values_may_be_read=False)
