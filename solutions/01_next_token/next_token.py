@@ -1208,6 +1208,14 @@ checks.assert_close(call.result.double(), reference(before, 0.3), atol=1e-5, rto
                     name="bigram_log_probs on float32 counts")
 checks.assert_close(call.args_after[0], before, atol=0, rtol=0, name="float32 counts after bigram_log_probs",
                     hint="counts.float() is counts itself when counts is float32; don't add alpha in place.")
+
+# A tiny alpha on float64 counts: unseen pairs get a tiny but positive probability, whose log is far below
+# anything a floor such as clamp(min=1e-30) (log = -69) lets through, and never -inf.
+counts = torch.tensor([[3.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 5.0, 0.0]], dtype=torch.float64)
+out = bigram_log_probs(counts, 1e-200)
+checks.assert_close(out, reference(counts, 1e-200), atol=1e-9, rtol=1e-9, name="bigram_log_probs(float64 counts, alpha=1e-200)",
+                    hint="log((C[a, b] + alpha) / (row total + alpha * V)) exactly: an unseen pair gets log(1e-200 / 4) = -461.9 "
+                         "here, not a floor on the probabilities (no clamp before the log).")
 print("bigram_log_probs: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
 

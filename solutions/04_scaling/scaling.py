@@ -774,7 +774,7 @@ print("the same row, with 1/sqrt(d_k):  ", rows["with 1/sqrt(d_k)"][typical])
 #
 # ### Exercise 3: `softmax_jacobian` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (batches of several shapes and dtypes against autograd), 1 hidden (edge cases: saturated and one-hot rows, exact zeros, a single key, the input left unchanged).*
+# *Points: 1 visible, 2 hidden (batches of several shapes and dtypes against autograd), 1 hidden (edge cases: saturated and one-hot rows, exact zeros, a single key, the input left unchanged, the result on the device of p).*
 #
 # Given probabilities $p$ (already a softmax output), return $\operatorname{diag}(p) - p p^\top$, for a single
 # row or for a whole batch of rows. Hint: think about which two axes the outer product should create, so
@@ -791,7 +791,7 @@ def softmax_jacobian(p):
         p: floating tensor of shape (..., T), T >= 1: each slice along the last dimension is a softmax
             output p = softmax(z) (entries >= 0 summing to 1; exact zeros and one-hot rows allowed).
     Returns:
-        A new tensor of shape (..., T, T), same dtype as p, with
+        A new tensor of shape (..., T, T), same dtype as p and on the same device as p, with
         J[..., i, j] = d p_i / d z_j = p_i * (delta_ij - p_j), i.e. diag(p) - outer(p, p) for every row.
         J is symmetric, its rows sum to 0, and it is exactly 0 for a one-hot row.
         Leading dimensions are batch dimensions (any number, including none). The input is not modified.
@@ -932,6 +932,13 @@ before = p.clone()
 traced = probes.traced_call(softmax_jacobian, p)
 checks.assert_close(traced.args_after[0], before, atol=0, rtol=0, name="softmax_jacobian's input after the call",
                     hint="Do not modify p in place (no mul_, sub_ or unsqueeze_ on the input).")
+
+# On the device of p: p on PyTorch's meta device (shapes, no values) stands in for p on a GPU. A helper tensor
+# made without device= (torch.eye(T), torch.zeros(...)) is on the CPU and cannot meet p there.
+seen = probes.make("utils.meta_device.result_device_on_meta", softmax_jacobian, torch.tensor([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]]))
+checks.assert_kept_on_meta(seen, name="the device of softmax_jacobian(p) for p on another device than the CPU (the meta device)",
+                           hint="Build every helper tensor on p.device (torch.eye(T, dtype=p.dtype, device=p.device)), or use "
+                                "torch.diag_embed(p): with p on a GPU, a tensor made without device= is on the CPU.")
 print("softmax_jacobian: hidden edge-case tests passed")
 ### END HIDDEN TESTS
 
