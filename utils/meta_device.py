@@ -64,6 +64,41 @@ def result_device_on_meta(fn, *args, **kwargs) -> dict:
     return {"outcome": "device", "device": result.device.type}
 
 
+def result_device_on_fake_meta(fn, *args, **kwargs) -> dict:
+    """Like ``result_device_on_meta``, with every tensor argument a *fake* meta tensor (PyTorch's
+    ``FakeTensorMode``: shape, dtype and device, no values).
+
+    Unlike a plain meta tensor, a fake one can be moved: ``x.cpu()`` gives a fake CPU tensor instead of raising,
+    so code that moves its input to the CPU and builds its result there (``lengths = lengths.cpu()``) shows as a
+    CPU result, where ``result_device_on_meta`` reads "needs values". Reading values (``.tolist()``,
+    ``int(x[0])``) still raises and reads as "needs values". Same report as ``result_device_on_meta``, for
+    ``checks.assert_kept_on_meta``.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def fake(value):
+        if isinstance(value, torch.Tensor):
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        if isinstance(value, (list, tuple)):
+            return type(value)(fake(v) for v in value)
+        if isinstance(value, dict):
+            return {key: fake(v) for key, v in value.items()}
+        return value
+
+    with FakeTensorMode():
+        try:
+            result = fn(*fake(list(args)), **{k: fake(v) for k, v in kwargs.items()})
+        except Exception as error:  # noqa: BLE001 - every failure is reported, none is raised into the test
+            message = f"{type(error).__name__}: {error}"
+            mismatch = any(text in str(error) for text in DEVICE_MISMATCH_MESSAGES)
+            return {"outcome": "mismatch" if mismatch else "needs values", "error": message[:300]}
+    if isinstance(result, (tuple, list)):
+        result = next((r for r in result if isinstance(r, torch.Tensor)), None)
+    if not isinstance(result, torch.Tensor):
+        return {"outcome": "no tensor"}
+    return {"outcome": "device", "device": result.device.type}
+
+
 def module_output_device_on_meta(module, *args, **kwargs) -> dict:
     """Call a copy of ``module`` moved to the meta device (its parameters and buffers) on ``args`` moved
     there too; the module itself is left as it was. The outcomes are those of ``result_device_on_meta``:

@@ -1851,6 +1851,13 @@ checks.assert_kept_on_meta(seen,
                            name="the device of left_padded_causal_mask(lengths, 4) for lengths on another device than the CPU (the meta device)",
                            hint="Make the positions on lengths.device (torch.arange(T, device=lengths.device)): "
                                 "with lengths on a GPU, a tensor made without device= is on the CPU.")
+# The same with fake meta tensors (shapes and a device, no values): unlike plain meta, lengths.cpu() works there, so a
+# mask built from lengths moved to the CPU shows as a CPU result. Reading the values is still not judged.
+seen = probes.make("utils.meta_device.result_device_on_fake_meta", left_padded_causal_mask, torch.tensor([2, 4, 0]), 4)
+checks.assert_kept_on_meta(seen,
+                           name="the device of left_padded_causal_mask(lengths, 4) for lengths on another device than the CPU (fake meta tensors, which .cpu() can move)",
+                           hint="Return the mask on lengths.device: don't move lengths to the CPU (lengths.cpu()) "
+                                "and build the mask there, or move the result back with .to(lengths.device).")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="1df74f31"

@@ -77,3 +77,32 @@ def test_a_submodule_called_with_a_tensor_made_on_the_cpu_is_a_mismatch_though_m
     assert module_output_device_on_meta(_LearnedPositions(), x) == {"outcome": "device", "device": "meta"}
     stray = module_output_device_on_meta(_LearnedPositions(False), x)
     assert stray == {"outcome": "mismatch", "error": "pos was called with a tensor on cpu"}
+
+
+def test_fake_meta_sees_a_result_built_from_inputs_moved_to_the_cpu():
+    from utils.checks import assert_kept_on_meta
+    from utils.meta_device import result_device_on_fake_meta
+
+    def on_device(lengths, T):
+        pos = torch.arange(T, device=lengths.device)
+        return (pos[None, :] >= (T - lengths)[:, None])[:, None]
+
+    def moved(lengths, T):
+        lengths = lengths.cpu()
+        return (torch.arange(T)[None, :] >= (T - lengths)[:, None])[:, None]
+
+    kept = result_device_on_fake_meta(on_device, torch.tensor([2, 4]), 4)
+    assert kept == {"outcome": "device", "device": "meta"}
+    assert_kept_on_meta(kept, name="kept")
+    assert result_device_on_fake_meta(moved, torch.tensor([2, 4]), 4)["device"] == "cpu"
+    assert result_device_on_meta(moved, torch.tensor([2, 4]), 4)["outcome"] == "needs values"  # what meta missed
+    mixed = result_device_on_fake_meta(lambda x, T: torch.arange(T)[None, :] >= x[:, None], torch.tensor([2, 4]), 4)
+    assert mixed["outcome"] == "mismatch"
+    reads = result_device_on_fake_meta(lambda x, T: torch.tensor([int(x[0])]), torch.tensor([2, 4]), 4)
+    assert reads["outcome"] == "needs values"
+    try:
+        assert_kept_on_meta(result_device_on_fake_meta(moved, torch.tensor([2, 4]), 4), name="moved")
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("a CPU result passed the fake-meta check")
