@@ -51,8 +51,13 @@ def result_device_on_meta(fn, *args, **kwargs) -> dict:
     "needs values", "error": message}`` when it raised for another reason (it read the input's values);
     ``{"outcome": "no tensor"}`` when it returned no tensor.
     """
+    return _device_report(lambda: fn(*_to_meta(list(args)), **{k: _to_meta(v) for k, v in kwargs.items()}))
+
+
+def _device_report(call) -> dict:
+    """The report of ``result_device_on_meta`` for ``call()``, a call on meta inputs."""
     try:
-        result = fn(*_to_meta(list(args)), **{k: _to_meta(v) for k, v in kwargs.items()})
+        result = call()
     except Exception as error:  # noqa: BLE001 - every failure is reported, none is raised into the test
         message = f"{type(error).__name__}: {error}"
         mismatch = any(text in str(error) for text in DEVICE_MISMATCH_MESSAGES)
@@ -86,17 +91,7 @@ def result_device_on_fake_meta(fn, *args, **kwargs) -> dict:
         return value
 
     with FakeTensorMode():
-        try:
-            result = fn(*fake(list(args)), **{k: fake(v) for k, v in kwargs.items()})
-        except Exception as error:  # noqa: BLE001 - every failure is reported, none is raised into the test
-            message = f"{type(error).__name__}: {error}"
-            mismatch = any(text in str(error) for text in DEVICE_MISMATCH_MESSAGES)
-            return {"outcome": "mismatch" if mismatch else "needs values", "error": message[:300]}
-    if isinstance(result, (tuple, list)):
-        result = next((r for r in result if isinstance(r, torch.Tensor)), None)
-    if not isinstance(result, torch.Tensor):
-        return {"outcome": "no tensor"}
-    return {"outcome": "device", "device": result.device.type}
+        return _device_report(lambda: fn(*fake(list(args)), **{k: fake(v) for k, v in kwargs.items()}))
 
 
 def module_output_device_on_meta(module, *args, **kwargs) -> dict:
