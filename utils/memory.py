@@ -8,6 +8,9 @@ separates naive attention (a T x T score matrix) from tiled attention (a few til
 
 It sees tensors made by PyTorch operators only (not NumPy arrays, not Python objects), and it slows
 the computation down: use it to measure memory, never time.
+
+``result_has_shared_elements(fn, *args)`` says whether a returned tensor has elements that are one memory
+location (an ``expand()``ed view): a "new tensor" a caller cannot edit one part of.
 """
 
 from __future__ import annotations
@@ -40,6 +43,18 @@ class PeakTensorMemory(TorchDispatchMode):
                 self.peak = max(self.peak, self.live)
                 weakref.finalize(storage, self._freed, storage.nbytes())   # counted off when freed
         return result
+
+
+def result_has_shared_elements(fn, *args, **kwargs) -> bool:
+    """Whether the tensor ``fn(*args, **kwargs)`` returns has elements that are one memory location: a
+    dimension longer than 1 with stride 0, as ``expand()`` makes. Writing one such element writes them all,
+    and in-place operations on the tensor raise. A test instrument, built where the student's code runs with
+    ``probes.make("utils.memory.result_has_shared_elements", fn, *args)``: it returns plain data (a bool),
+    because strides do not survive the trip to the judge (a view with gaps arrives contiguous)."""
+    result = fn(*args, **kwargs)
+    if not isinstance(result, torch.Tensor):
+        return False
+    return any(size > 1 and stride == 0 for size, stride in zip(result.shape, result.stride()))
 
 
 def peak_tensor_bytes(fn, *args, **kwargs) -> tuple[object, int]:

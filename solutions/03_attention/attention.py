@@ -1720,7 +1720,9 @@ def left_padded_causal_mask(lengths, T):
         T: the padded length, an int >= 1.
     Returns:
         A new torch.bool tensor of shape (B, 1, T, T) on the device of lengths, True = "may attend" (the size-1 dimension is
-        for the heads: the mask broadcasts against scores of shape (B, H, T, T)). The rows of queries
+        for the heads: the mask broadcasts against scores of shape (B, H, T, T)). Every entry is its own element,
+        also when no prompt is padded (not an expand() of one (T, T) mask), so a caller may edit one prompt's
+        mask in place. The rows of queries
         at padding positions are all False: they have no key they may attend to; a prompt of length 0
         gets an all-False (T, T) mask, and one of length T the plain causal mask. lengths is not modified.
     """
@@ -1842,6 +1844,15 @@ for (lengths, T), m in zip((([2, 3], 3), ([2, 3], 3), ([1], 3)), calls.results):
     checks.assert_close(m, expected_mask(lengths, T), atol=0, rtol=0,
                         name=f"left_padded_causal_mask({lengths}, {T}) (repeated calls)")
 print("left_padded_causal_mask: hidden edge-case tests passed")
+# Every entry its own element, also when every prompt has length T and the B masks are all the plain causal mask:
+# an expand() of one (T, T) mask has stride 0 across the batch, so editing one prompt's mask would edit all of them
+# (and in-place writes raise).
+for lengths, T in [([4, 4, 4], 4), ([3, 1], 3), ([2, 2], 2)]:
+    shared = probes.make("utils.memory.result_has_shared_elements", left_padded_causal_mask, torch.tensor(lengths), T)
+    checks.assert_true(not shared, name=f"left_padded_causal_mask({lengths}, {T}): one element per entry",
+                       problem="the mask is an expand()ed view: several of its entries are one memory location.",
+                       hint="Return a tensor with B * T * T elements of its own (the & of the two masks is one; "
+                            "expand(...) is not, add .clone() if you expand).")
 # On the device of lengths: lengths on PyTorch's meta device (shapes, no values) stand in for lengths on a GPU. A mask
 # built from positions made without device= is a CPU tensor; code that reads the lengths' values cannot run there and
 # is not judged.

@@ -1,6 +1,6 @@
-"""The instruments notebook 01's hidden tests hand to the student's code (utils.toy_models.TimeMajorLM,
-utils.recording.grad_mode_after, attributes_set_by_calls): each tells the right
-answer from the mistake it was built for."""
+"""Instruments the hidden tests hand to the student's code (notebook 01's utils.toy_models.TimeMajorLM,
+utils.recording.grad_mode_after and attributes_set_by_calls; later notebooks' such as
+utils.memory.result_has_shared_elements): each tells the right answer from the mistake it was built for."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from utils.memory import result_has_shared_elements
 from utils.recording import RecordingPairLM, attributes_set_by_calls, grad_mode_after, hooks_left
 from utils.toy_models import TimeMajorLM
 
@@ -110,3 +111,12 @@ def test_tied_under_other_names_ties_the_head_to_wte_and_leaves_emb_proj_untied(
     assert [name for name, _ in model.named_parameters()] == ["wte.weight", "emb_proj.weight"]
     assert model.lm_head.weight is model.wte.weight
     assert model.emb_proj.weight is not model.wte.weight
+
+
+def test_result_has_shared_elements_tells_an_expanded_view_from_its_copy_and_from_other_views():
+    mask = torch.ones(3, 3, dtype=torch.bool).tril()
+    assert result_has_shared_elements(lambda: mask.expand(2, 1, 3, 3))
+    assert not result_has_shared_elements(lambda: mask.expand(2, 1, 3, 3).clone())
+    assert not result_has_shared_elements(lambda: mask.expand(1, 1, 3, 3))    # stride 0 on a dimension of 1 shares nothing
+    assert not result_has_shared_elements(lambda: mask.t())                   # a transposed view: every element its own
+    assert not result_has_shared_elements(lambda: [mask])                     # not a tensor: nothing to say
