@@ -1383,7 +1383,8 @@ def greedy_decode(model, src, src_padding_mask, max_len, bos_id=1, eos_id=2, pad
     model.decode is called once per returned column, never more).
     Returns a new int64 tensor (B, L) of the generated tokens without the BOS, L <= max_len (L < max_len only
     when every row has finished; max_len = 0 gives shape (B, 0)). Runs with gradients off and the model in
-    eval mode, and gives the model back in the mode (train or eval) it came in.
+    eval mode, and gives the model back in the mode (train or eval) it came in; autograd's mode after the call
+    is what it was before (gradients off with a torch.no_grad() block, not torch.set_grad_enabled(False)).
     """
     ### BEGIN SOLUTION
     was_training = model.training
@@ -1482,6 +1483,12 @@ for starts_training in (True, False):
                         name=f"the modes of the model and of its submodule after greedy_decode, given in {start} mode",
                         hint="Restore with model.train(was_training), which sets every submodule; assigning "
                              "model.training = was_training restores the top module only.")
+# Autograd is on again after the call when it was on before: the caller's next loss.backward() needs it.
+checks.assert_equal(probes.make("utils.recording.grad_mode_after", greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12),
+                                src, mask, 3),
+                    {"grad_enabled_after": True}, name="autograd after greedy_decode (it was on before the call)",
+                    hint="Turn gradients off with a with torch.no_grad(): block; torch.set_grad_enabled(False) stays in force "
+                         "after the function returns.")
 traced = probes.traced_call(greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12), src, mask, 4)
 checks.assert_equal(traced.result.tolist(), [[5, 6, 2]], name="greedy_decode on one source of 2 tokens")
 checks.assert_true(not traced.shares_memory, name="greedy_decode's result", problem="it shares memory with an argument.")
