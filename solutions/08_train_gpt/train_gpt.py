@@ -1622,7 +1622,11 @@ class LSTMLanguageModel(nn.Module):
         self.head = nn.Linear(hidden, vocab_size)
 
     def forward(self, idx):
-        out, _ = self.lstm(self.embed(idx))
+        # The recurrence runs in float32 under CPU autocast: oneDNN's bfloat16 LSTM needs a CPU with bfloat16
+        # instructions and raises elsewhere ("could not create a primitive descriptor"). On a GPU, autocast
+        # runs it in half precision through cuDNN as usual.
+        with torch.autocast("cpu", enabled=False):
+            out, _ = self.lstm(self.embed(idx).float())
         return self.head(out)
 
 
