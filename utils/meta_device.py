@@ -32,13 +32,14 @@ import torch
 DEVICE_MISMATCH_MESSAGES = ("is not on the expected device", "Expected all tensors to be on the same device")
 
 
-def _to_meta(value):
+def _to_meta(value, move=lambda tensor: tensor.to("meta")):
+    """``value`` with every tensor in it (also inside lists, tuples and dicts) replaced by ``move(tensor)``."""
     if isinstance(value, torch.Tensor):
-        return value.to("meta")
+        return move(value)
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_meta(v) for v in value)
+        return type(value)(_to_meta(v, move) for v in value)
     if isinstance(value, dict):
-        return {key: _to_meta(v) for key, v in value.items()}
+        return {key: _to_meta(v, move) for key, v in value.items()}
     return value
 
 
@@ -81,17 +82,11 @@ def result_device_on_fake_meta(fn, *args, **kwargs) -> dict:
     """
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    def fake(value):
-        if isinstance(value, torch.Tensor):
-            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-        if isinstance(value, (list, tuple)):
-            return type(value)(fake(v) for v in value)
-        if isinstance(value, dict):
-            return {key: fake(v) for key, v in value.items()}
-        return value
+    def fake(tensor):   # made inside the mode, so a fake tensor (a real one may not enter the mode's operations)
+        return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta")
 
     with FakeTensorMode():
-        return _device_report(lambda: fn(*fake(list(args)), **{k: fake(v) for k, v in kwargs.items()}))
+        return _device_report(lambda: fn(*_to_meta(list(args), fake), **{k: _to_meta(v, fake) for k, v in kwargs.items()}))
 
 
 def module_output_device_on_meta(module, *args, **kwargs) -> dict:

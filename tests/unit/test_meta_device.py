@@ -1,5 +1,6 @@
 """utils.meta_device: which device a function makes its result on, seen without a GPU."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -100,9 +101,5 @@ def test_fake_meta_sees_a_result_built_from_inputs_moved_to_the_cpu():
     assert mixed["outcome"] == "mismatch"
     reads = result_device_on_fake_meta(lambda x, T: torch.tensor([int(x[0])]), torch.tensor([2, 4]), 4)
     assert reads["outcome"] == "needs values"
-    try:
+    with pytest.raises(AssertionError):       # a CPU result fails the check
         assert_kept_on_meta(result_device_on_fake_meta(moved, torch.tensor([2, 4]), 4), name="moved")
-    except AssertionError:
-        pass
-    else:
-        raise AssertionError("a CPU result passed the fake-meta check")
