@@ -38,6 +38,7 @@ from autograder.course import conventions, setup_cell
 from autograder.course.check import _error_of
 from autograder.sandbox import cpu_time
 from autograder.sandbox.cpu_time import ONE_THREAD
+from utils import claims
 
 # What a fresh Colab runtime already has, among the packages the course uses (with their
 # dependencies). Not hypothesis: Colab does not ship it, so the set-up cell must install it.
@@ -166,6 +167,7 @@ class SimulatedColab:
             "PYTHONPATH": "",
             "PYTHONNOUSERSITE": "1",
             "COURSE_OFFLINE": "1",
+            claims.STRICT: "1",     # a claim of the prose that does not hold fails the notebook's run
             "MPLBACKEND": "module://matplotlib_inline.backend_inline",
             **ONE_THREAD,   # Colab has 2 threads; on a busy test machine their spin-waiting cost 12 CPU minutes (issue 35)
         }

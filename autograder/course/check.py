@@ -26,6 +26,8 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
+from utils import claims
+
 from . import conventions, mutant_edits
 from ..sandbox import cpu_time
 from ..judge.session import Session
@@ -94,7 +96,8 @@ def _run_in_kernel(nb, assignment, report: NotebookReport, cell_cpu_limit_s: flo
                             allow_errors=True, interrupt_on_timeout=True,
                             resources={"metadata": {"path": str(assignment.source_path.parent)}})
     # PyTorch on one thread, as in the grader's runners; the report's seconds are the kernel's CPU seconds.
-    with client.setup_kernel(env=cpu_time.one_thread_environment()):
+    # A claim of the prose that does not hold (utils/claims.py) fails its cell, so the report names it.
+    with client.setup_kernel(env={**cpu_time.one_thread_environment(), claims.STRICT: "1"}):
         clock = cpu_time.CellClock(getattr(client.km.provisioner, "pid", None), cell_cpu_limit_s)
         for index, original in enumerate(nb.cells):
             if original.cell_type != "code":
