@@ -47,6 +47,7 @@ from ..course.course_directory import link_sources, make_api, put_scripts_on_pat
 from ..course.text import clean_text
 from ..judge.client import MAX_JUDGE_RESULT_BYTES, JudgesAhead, discard, run_judge, verify_result  # noqa: F401
 from ..judge.protocol import AHEAD_PREFIX, JUDGE_STATUSES, UNREADABLE, JudgeResult, RunnerSpec, Status
+from ..sandbox import cgroups
 from ..sandbox.bubblewrap import use_bwrap
 from ..sandbox.confinement import check_runner_starts
 from ..sandbox.limits import Limits
@@ -131,7 +132,10 @@ def _grade(submissions_dir, out_dir, workers, limits, solutions_dir, progress, s
     jobs = [job for job in (_prepare(entry, assignment, row, course, limits) for entry, assignment, row in plan.todo) if job]
     graded_now = {(job.student_id, job.assignment.name) for job in jobs}
     _zero_unreadable(plan, state, graded_now, known, course, out_dir)
-    _run_all(jobs, limits, workers, progress, lambda job: _finish(job, course, out_dir), judges_ahead)
+    try:
+        _run_all(jobs, limits, workers, progress, lambda job: _finish(job, course, out_dir), judges_ahead)
+    finally:
+        cgroups.reap_stale()    # the control groups of any judge killed before it removed its runner's
     shutil.rmtree(course.staging, ignore_errors=True)
     ordered = _report(plan, graded_now, state, state_path, course.db_url, out_dir)
     if shard is not None:

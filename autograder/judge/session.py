@@ -95,7 +95,13 @@ class Session:
     def _explained(self, gone: RunnerGone) -> RunnerGone:
         """``gone``, with the watch's reason when the watch killed the runner (the sandbox's memory past the
         limit, too many tasks): still ``kernel died``, the sandbox as a whole was stopped."""
-        reason = getattr(getattr(self, "process", None), "killed_for", None)
+        process = getattr(self, "process", None)
+        reason = getattr(process, "killed_for", None)
+        group = getattr(process, "cgroup", None)
+        if reason is None and group is not None and group.oom_killed():
+            reason = (f"the notebook's processes held more memory than the sandbox's share, past the "
+                      f"{group.limit_bytes / 2**20:,.0f} MB limit (counted by the kernel: resident memory, files in "
+                      "memory, socket buffers and memfd pages together)")
         if gone.status == Status.KERNEL_DIED and isinstance(reason, str):
             return RunnerGone(Status.KERNEL_DIED, f"stopped by the grader: {reason}")
         return gone

@@ -62,6 +62,8 @@ from pathlib import Path
 from .bubblewrap import INSIDE_SEED, INSIDE_WORK, bwrap_prefix, course_package_paths, use_bwrap
 from .limits import RUNNER_LOG_BYTES, SANDBOX_MAX_TASKS, Limits
 from .processes import copy_capped, start_thread, watch_sandbox
+from . import cgroups
+from .memory_watch import sandbox_mb
 
 
 class RunnerCannotStart(RuntimeError):
@@ -101,14 +103,21 @@ def check_runner_starts(limits: Limits, hide: list[Path],
     import tempfile
 
     command = command or [sys.executable, "-c", "import autograder.sandbox.runner"]  # quick: no torch yet
+    try:
+        group = sandbox_cgroup(limits)
+    except cgroups.CgroupUnavailable as error:
+        raise RunnerCannotStart(f"no sandbox can be bounded here, so nothing was graded: {error}") from error
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
         scratch = Path(tmp)
         command, env = _sandboxed(command, scratch, limits, hide)
         try:
             completed = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=120,
-                                       preexec_fn=_limit_resources(limits))
+                                       preexec_fn=_limit_resources(limits, group))
         except (OSError, subprocess.TimeoutExpired) as error:
             raise RunnerCannotStart(f"the student's process could not start here: {error}") from error
+        finally:
+            if group is not None:
+                group.remove()
     if completed.returncode != 0:
         lines = [line for line in (completed.stderr or completed.stdout).strip().splitlines() if line.strip()]
         reason = lines[-1] if lines else f"exit status {completed.returncode}"
@@ -172,9 +181,29 @@ def _regular(path: Path) -> bool:
     return stat.S_ISREG(os.lstat(path).st_mode)
 
 
-def _limit_resources(limits: Limits):
+def sandbox_cgroup(limits: Limits) -> cgroups.SandboxCgroup | None:
+    """A new control group bounding one sandbox (memory of every kind, tasks, one core): see ``cgroups``.
+    With bubblewrap one is required (``cgroups.CgroupUnavailable`` says why and the fix); with
+    ``--sandbox none`` (limits only, by choice) the runner goes without one where none can be made."""
+    try:
+        return cgroups.SandboxCgroup.create(sandbox_mb(limits.memory_mb, use_bwrap(limits)) * 2**20,
+                                            SANDBOX_MAX_TASKS + CGROUP_EXTRA_TASKS)
+    except cgroups.CgroupUnavailable:
+        if limits.sandbox == "none":
+            return None
+        raise
+
+
+# bubblewrap's own processes (its parent and the namespace's init), in the group but outside RLIMIT_NPROC's count
+CGROUP_EXTRA_TASKS = 4
+
+
+def _limit_resources(limits: Limits, group: cgroups.SandboxCgroup | None = None):
     def apply() -> None:
         import resource
+
+        if group is not None:
+            group.join()    # before exec: nothing the runner starts is ever outside its group
 
         memory = limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -245,15 +274,20 @@ def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subpro
     ``limits.memory_mb`` or ``SANDBOX_MAX_TASKS``.
     """
     command, env = _sandboxed([sys.executable, "-m", "autograder.sandbox.runner"], scratch, limits, hide)
+    group = sandbox_cgroup(limits)
     read_end, write_end = os.pipe()
     try:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end,
-                                   cwd=scratch, env=env, start_new_session=True, preexec_fn=_limit_resources(limits))
+                                   cwd=scratch, env=env, start_new_session=True,
+                                   preexec_fn=_limit_resources(limits, group))
     except BaseException:
         os.close(read_end)
+        if group is not None:
+            group.remove()
         raise
     finally:
         os.close(write_end)
+    process.cgroup = group     # processes.kill_group removes it; the session reads why the kernel stopped it
     start_thread(copy_capped, read_end, os.dup(log.fileno()), RUNNER_LOG_BYTES)
     start_thread(watch_sandbox, process, limits.memory_mb * 1024 * 1024, SANDBOX_MAX_TASKS)
     return process

@@ -164,13 +164,18 @@ def host_memory_mb() -> int:
     return 0
 
 
-def notebook_bound_mb(memory_mb: int, isolated: bool) -> int:
-    """The most host memory one notebook being graded can hold: its sandbox (``--memory-mb``, plus the
-    sandbox's tmpfs with bubblewrap), its judge, and the judge and runner started ahead of the next."""
+def sandbox_mb(memory_mb: int, isolated: bool) -> int:
+    """One sandbox's share of the host: ``--memory-mb``, plus its memory-backed ``/tmp`` and ``/dev/shm``
+    with bubblewrap. Its control group's memory limit (``cgroups``) is this."""
     from .limits import SANDBOX_SHM_BYTES, SANDBOX_TMP_BYTES
 
-    tmpfs = (SANDBOX_TMP_BYTES + SANDBOX_SHM_BYTES) // 2**20 if isolated else 0
-    return memory_mb + tmpfs + JUDGE_MB + AHEAD_MB
+    return memory_mb + ((SANDBOX_TMP_BYTES + SANDBOX_SHM_BYTES) // 2**20 if isolated else 0)
+
+
+def notebook_bound_mb(memory_mb: int, isolated: bool) -> int:
+    """The most host memory one notebook being graded can hold: its sandbox (``sandbox_mb``), its judge, and
+    the judge and runner started ahead of the next."""
+    return sandbox_mb(memory_mb, isolated) + JUDGE_MB + AHEAD_MB
 
 
 def workers_within(workers: int, budget_mb: int | None, memory_mb: int, isolated: bool) -> tuple[int, str]:

@@ -69,6 +69,8 @@ def _kill_all(pids: list[int]) -> None:
 
 
 def kill_group(process: subprocess.Popen) -> None:
+    """Kill the runner's process group, wait for it, then kill whatever is left in its control group (a
+    process that left the group's session) and remove the group."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -77,6 +79,9 @@ def kill_group(process: subprocess.Popen) -> None:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+    group = getattr(process, "cgroup", None)
+    if group is not None:
+        group.remove()
 
 
 def become_subreaper() -> None:
