@@ -125,6 +125,7 @@ MEASURED_SCOPE_SECONDS = {
     "tests/grader/test_grading_statuses.py": 60,
     "tests/grader/test_grading_environments.py": 50,
     "tests/grader/test_host_memory.py": 35,
+    "tests/grader/test_kernel_memory.py": 70,
     "tests/grader/test_sandbox_confinement.py": 25,
 }
 
