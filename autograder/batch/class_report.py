@@ -31,8 +31,9 @@ from itertools import combinations
 from pathlib import Path
 
 from ..course import conventions
+from ..judge.protocol import Status
 from .mutant_messages import MutantFailure, error_message, mutant_failures
-from .report import GradeRow
+from .report import UNTOUCHED, GradeRow
 from ..course.text import clean_text
 from ..course.solution_source import load_solution
 
@@ -65,10 +66,21 @@ def printable(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
+# The statuses of a submission whose answers ran: its points say what it got right. The others (unreadable,
+# missing, untouched, the judge failing) are reported by status, apart from the shares and the mistakes.
+TOOK_PART = (Status.OK, Status.TIMEOUT, Status.KERNEL_DIED, Status.MEMORY_LIMIT, Status.PROTOCOL_ERROR)
+
+
+def took_part(row: GradeRow) -> bool:
+    """Whether the submission's answers ran and were judged (not unreadable, missing, or untouched)."""
+    return row.score is not None and row.status in TOOK_PART and not row.detail.startswith(UNTOUCHED)
+
+
 @dataclass
 class ExerciseCells:
     name: str
     cells: list[str]                                   # grade ids, in notebook order
+    upstream: tuple = ()                               # earlier exercises its solution uses (conventions.exercise_dependencies)
     failures: dict = field(default_factory=dict)       # ((grade_id, pattern), ...) -> mutants failing so
     exact: dict = field(default_factory=dict)          # ((grade_id, message), ...) -> mutants failing exactly so
 
@@ -167,7 +179,8 @@ def exercise_cells(assignment: conventions.Assignment | None, submissions: dict,
     test cells' names (``test_<exercise>``, ``test_<exercise>_hidden...``) in the gradebook."""
     if assignment is not None:
         nb = load_solution(assignment)
-        return [ExerciseCells(e.name, [conventions.grade_id(nb.cells[i]) for i in e.test_indices])
+        upstream = conventions.exercise_dependencies(nb)
+        return [ExerciseCells(e.name, [conventions.grade_id(nb.cells[i]) for i in e.test_indices], upstream[e.name])
                 for e in conventions.exercises(nb) if e.test_indices]
     by_name: dict[str, list[str]] = {}
     for submission in submissions.values():
@@ -201,14 +214,27 @@ def label_failures(cells: list[ExerciseCells], mutants: list[MutantFailure]) -> 
 
 
 def assignment_section(name: str, cells: list[ExerciseCells], submissions: list[Submission]) -> dict:
-    graded = sorted((s for s in submissions if s.row.score is not None), key=lambda s: s.row.student_id)
-    exercises = [exercise_section(e, graded) for e in cells]
+    """One assignment: its exercises over the submissions that took part (``took_part``), the others by status."""
+    graded = sorted((s for s in submissions if took_part(s.row)), key=lambda s: s.row.student_id)
+    apart = sorted((s for s in submissions if s.row.score is not None and not took_part(s.row)), key=lambda s: s.row.student_id)
+    by_name = {e.name: e for e in cells}
+    exercises = [exercise_section(e, graded, by_name) for e in cells]
     exercises.sort(key=lambda e: (-e["lost"], e["name"]))
     return {"name": name, "students": len(graded), "max_score": sum(e["max_points"] for e in exercises),
-            "median_score": _median([s.row.score for s in graded]), "exercises": exercises}
+            "median_score": _median([s.row.score for s in graded]), "exercises": exercises,
+            "not_taking_part": [{"student": clean_text(s.row.student_id), "why": _why_apart(s.row)} for s in apart]}
 
 
-def exercise_section(exercise: ExerciseCells, graded: list[Submission]) -> dict:
+def _why_apart(row: GradeRow) -> str:
+    return "untouched" if row.detail.startswith(UNTOUCHED) and row.status in TOOK_PART else clean_text(row.status)
+
+
+def passed(submission: Submission, exercise: ExerciseCells) -> bool:
+    """Whether the submission earned every point of ``exercise``'s test cells."""
+    return all(submission.points.get(c, (0.0, 0.0))[0] >= submission.points.get(c, (0.0, 0.0))[1] for c in exercise.cells)
+
+
+def exercise_section(exercise: ExerciseCells, graded: list[Submission], by_name: dict | None = None) -> dict:
     """Points distribution, shares, median, points lost and the failure groups of one exercise."""
     maxima = {c: max((s.points[c][1] for s in graded if c in s.points), default=0.0) for c in exercise.cells}
     max_points = sum(maxima.values())
@@ -219,7 +245,7 @@ def exercise_section(exercise: ExerciseCells, graded: list[Submission]) -> dict:
             "full": sum(v >= max_points for v in values), "zero": sum(v <= 0 < max_points for v in values),
             "partial": sum(0 < v < max_points for v in values), "median": _median(values),
             "lost": sum(max_points - v for v in values),
-            "groups": failure_groups(exercise, [s for s in graded if points[s.row.student_id] < max_points])}
+            "groups": failure_groups(exercise, [s for s in graded if points[s.row.student_id] < max_points], by_name or {})}
 
 
 def histogram(values: list[float], cell_points: list[float]) -> list[list[float]]:
@@ -230,26 +256,36 @@ def histogram(values: list[float], cell_points: list[float]) -> list[list[float]
     return [[value, sum(round(v, 6) == value for v in values)] for value in sorted(possible | seen)]
 
 
-def failure_groups(exercise: ExerciseCells, lost: list[Submission]) -> list[dict]:
+def failure_groups(exercise: ExerciseCells, lost: list[Submission], by_name: dict | None = None) -> list[dict]:
     """The students who lost points, grouped by the patterns of their failing tests' messages; a group
-    is named by the mutants failing with the very same messages, else with the same patterns."""
+    is named by the mutants failing with the very same messages, else with the same patterns, but only
+    where every earlier exercise this one uses (``exercise.upstream``) earned full points: a student whose
+    ``LayerNorm`` is wrong made no mistake of the block's own, whatever its messages look like. Their
+    group is named by the earlier parts that lost points instead."""
+    by_name = by_name or {}
     groups: dict = {}
     for submission in lost:
         row = submission.row
         patterns, exact = signature(exercise.cells, submission.messages, row.student_id)
-        named = tuple(m.mutant for m in exercise.exact.get(exact, [])) if patterns else ()
-        groups.setdefault((patterns or (("", no_message(row)),), named), []).append(submission)
-    by_name = {m.mutant: m for mutants in exercise.exact.values() for m in mutants}
-    found = [_failure_group(patterns, [by_name[name] for name in named] or exercise.failures.get(patterns, []), members)
-             for (patterns, named), members in groups.items()]
-    return sorted(found, key=lambda g: (-g["count"], g["test"], g["pattern"], g["mutants"]))
+        upstream = tuple(u for u in exercise.upstream if u in by_name and not passed(submission, by_name[u]))
+        named = tuple(m.mutant for m in exercise.exact.get(exact, [])) if patterns and not upstream else ()
+        groups.setdefault((patterns or (("", no_message(row)),), named, upstream), []).append(submission)
+    mutants_by_name = {m.mutant: m for mutants in exercise.exact.values() for m in mutants}
+    found = [_failure_group(patterns, [] if upstream else
+                            [mutants_by_name[name] for name in named] or exercise.failures.get(patterns, []), members, upstream)
+             for (patterns, named, upstream), members in groups.items()]
+    return sorted(found, key=lambda g: (-g["count"], g["test"], g["pattern"], g["mutants"], g["upstream"]))
 
 
-def _failure_group(patterns: tuple, mutants: list, members: list[Submission]) -> dict:
-    """One group of ``failure_groups``: its first failing test and pattern, the mutants that name it, its students."""
+def _failure_group(patterns: tuple, mutants: list, members: list[Submission], upstream: tuple = ()) -> dict:
+    """One group of ``failure_groups``: its first failing test and pattern, the mutants that name it (none
+    where an earlier part it uses lost points: ``upstream`` names those), its students."""
     grade_id, pattern = patterns[0]
+    mistake = " / ".join(sorted({m.mistake.rstrip(".") for m in mutants})) or None
+    if upstream:
+        mistake = f"an earlier exercise it uses lost points: {', '.join(upstream)}"
     return {"test": grade_id, "pattern": pattern, "tests": [g for g, _ in patterns if g], "count": len(members),
-            "mistake": " / ".join(sorted({m.mistake.rstrip(".") for m in mutants})) or None,
+            "mistake": mistake, "upstream": list(upstream),
             "mutants": sorted(m.mutant for m in mutants),
             "message": printable(members[0].messages[grade_id] if grade_id else pattern),
             "examples": [clean_text(m.row.student_id) for m in members[:EXAMPLES]],
@@ -265,10 +301,17 @@ def no_message(row: GradeRow) -> str:
 
 
 def hardest(assignments: list[dict]) -> list[dict]:
-    """Every exercise of the course, the one the class lost most points on first."""
+    """Every exercise of the course, the largest share of the points lost first (what the figure plots:
+    assignments taken by different numbers of students compare by share, not by points)."""
     every = [{"assignment": a["name"], "exercise": e["name"], "lost": e["lost"], "max_points": e["max_points"],
-              "students": e["students"]} for a in assignments for e in a["exercises"]]
-    return sorted(every, key=lambda e: (-e["lost"], e["assignment"], e["exercise"]))
+              "students": e["students"], "share_lost": share_lost(e)} for a in assignments for e in a["exercises"]]
+    return sorted(every, key=lambda e: (-e["share_lost"], -e["lost"], e["assignment"], e["exercise"]))
+
+
+def share_lost(exercise: dict) -> float:
+    """The fraction of the points the students who took part could earn on ``exercise`` that they lost."""
+    possible = exercise["max_points"] * exercise["students"]
+    return exercise["lost"] / possible if possible else 0.0
 
 
 def statuses(rows: list[GradeRow]) -> list[dict]:

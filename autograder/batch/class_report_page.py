@@ -57,12 +57,15 @@ def render_page(data: dict) -> str:
 def _overview(data: dict) -> str:
     people = data["students"]
     percentages = [100 * p["total"] / p["max_score"] for p in people if p["max_score"]]
-    rows = "".join(f"<tr><td>{_e(e['assignment'])}</td><td>{_e(e['exercise'])}</td><td class=num>{_points(e['lost'])}</td>"
+    rows = "".join(f"<tr><td>{_e(e['assignment'])}</td><td>{_e(e['exercise'])}</td>"
+                   f"<td class=num>{100 * e['share_lost']:.0f}%</td><td class=num>{_points(e['lost'])}</td>"
                    f"<td class=num>{_points(e['max_points'] * e['students'])}</td></tr>" for e in data["hardest"][:10])
-    parts = ["<h2>Where the class lost points</h2>"]
+    parts = ["<h2>Where the class lost points</h2>",
+             "<p class=muted>Over the submissions that took part: untouched, missing and unreadable notebooks are "
+             "listed under each assignment and under the statuses, not counted here.</p>"]
     if data["hardest"]:
         parts.append(_img(lost_points_png(data["hardest"]), "share of the class's points lost per exercise"))
-        parts.append("<table><tr><th>assignment</th><th>exercise</th><th>points lost</th><th>of</th></tr>"
+        parts.append("<table><tr><th>assignment</th><th>exercise</th><th>share lost</th><th>points lost</th><th>of</th></tr>"
                      f"{rows}</table>")
     if percentages:
         parts.append(_img(totals_png(percentages), "distribution of the students' totals"))
@@ -73,6 +76,10 @@ def _assignment(section: dict) -> str:
     head = (f"<h2 id=\"{_e(section['name'])}\">{_e(section['name'])}</h2>\n<p>{section['students']} graded submissions, "
             f"median {_points(section['median_score'])} of {_points(section['max_score'])} points. "
             "Exercises in the order of the points the class lost.</p>")
+    apart = section.get("not_taking_part", [])
+    if apart:
+        head += ("\n<p class=muted>Not counted above (no answer ran): "
+                 + ", ".join(f"{_e(a['student'])} ({_e(a['why'])})" for a in apart) + ".</p>")
     rows = "\n".join(_exercise(e) for e in section["exercises"])
     return (head + "\n<table><tr><th>exercise</th><th>points</th><th>full / partial / zero</th><th>median</th>"
             f"<th>lost</th><th>what went wrong (first failing test, grouped)</th></tr>\n{rows}\n</table>")

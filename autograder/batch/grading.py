@@ -53,10 +53,11 @@ from ..sandbox.confinement import check_runner_starts
 from ..sandbox.limits import Limits
 from ..sandbox.memory_watch import workers_within
 from .gradebook import escape_student_markdown, fill_scores, nbgrader_config, record, record_zero, unreadable_page, write_feedback
-from .intake import Found, NoSubmissions, Unreadable, discover, no_submissions_message, read_submission, stage_files
+from .intake import (Found, NoSubmissions, Unreadable, cells_compared_with_release, discover, no_submissions_message,
+                     read_submission, stage_files)
 from .planning import STATE_FILE, Plan, load_state, plan_run
 from .preparation import Job, answer_sources, flag_sources, prepare_job, repair_submission
-from .report import GradeRow, write_csv
+from .report import UNTOUCHED, GradeRow, write_csv
 from .shards import Shard, clear_marker, write_marker
 from ..course.solution_source import load_solution
 from .stage_times import add as add_stage_time, stage
@@ -234,6 +235,8 @@ def _read_and_repair(job: Job, entry, course: _Course):
         if left_out:
             notes.append("files not given to the notebook: " + ", ".join(left_out[:5])
                          + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else ""))
+    if cells_compared_with_release(nb, release) == "untouched":
+        notes.insert(0, UNTOUCHED)
     nb, repaired = repair_submission(nb, release)
     escaped = escape_student_markdown(nb, course.release_text[assignment.name])
     if escaped:

@@ -181,12 +181,12 @@ def _compared_with_release(path: Path, release) -> str:
         if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= MAX_NOTEBOOK_BYTES:
             return "unreadable"
         nb, _ = read_bounded(path.read_bytes())
-        return _cells_compared_with_release(nb, release)
+        return cells_compared_with_release(nb, release)
     except Exception:  # noqa: BLE001 - an unreadable notebook is not preferred
         return "unreadable"
 
 
-def _cells_compared_with_release(nb, release) -> str:
+def cells_compared_with_release(nb, release) -> str:
     """``_compared_with_release`` of a notebook already read."""
     answers, stubs = _answer_cells(nb), _answer_cells(release)
     if answers and stubs and not set(answers) & set(stubs):

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..sandbox.limits import Limits
+
+# The start of the detail of a notebook graded as released, nothing answered: the class report keeps it apart
+# from the shares and the mistakes (autograder/batch/class_report.py), the student reads why every test failed.
+UNTOUCHED = "untouched: no answer was filled in (the notebook as released)"
 from ..course.text import clean_text
 
 CSV_COLUMNS = ["student_id", "assignment", "score", "max_score", "status", "detail", "flags"]

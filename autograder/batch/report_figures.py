@@ -52,10 +52,11 @@ def histogram_png(histogram: list[list[float]], max_points: float) -> str:
 
 
 def lost_points_png(hardest: list[dict], limit: int = 15) -> str:
-    """Horizontal bars: the share of the class's possible points lost on each exercise, worst first."""
+    """Horizontal bars: the share of the class's possible points lost on each exercise, worst first
+    (``hardest`` is sorted by that share)."""
     shown = hardest[:limit]
     labels = [f"{e['assignment']}: {e['exercise']}" for e in shown]
-    shares = [100 * e["lost"] / (e["max_points"] * e["students"]) if e["max_points"] and e["students"] else 0 for e in shown]
+    shares = [100 * e["share_lost"] for e in shown]
     return _percentage_bars(labels, shares, _LOST, "% of the class's points lost", left=0.38, width=0.58, height=0.6)
 
 

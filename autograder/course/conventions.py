@@ -179,6 +179,39 @@ def exercise_names(nb) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def exercise_dependencies(nb) -> dict[str, tuple[str, ...]]:
+    """For each exercise, the earlier exercises its solution uses, directly or through another (a block
+    that builds a ``LayerNorm``; a model built from those blocks), in notebook order.
+
+    Read from the solution cells: an exercise uses another when it names one of the names that exercise's
+    cell defines (``exercise_names`` of that cell alone). A wrong answer to one of these can fail this
+    exercise's tests with nothing wrong in its own code, so the class report names no mistake of this
+    exercise for a student whose upstream part failed.
+    """
+    import ast
+
+    found = exercises(nb)
+    defines = {e.name: set(exercise_names(_only_cell(nb, e.solution_index))) | {e.name} for e in found}
+    direct: dict[str, set[str]] = {}
+    for position, exercise in enumerate(found):
+        try:
+            tree = ast.parse(strip_solution_markers(nb.cells[exercise.solution_index].source))
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        direct[exercise.name] = {e.name for e in found[:position] if defines[e.name] & used}
+    order = [e.name for e in found]
+    closed: dict[str, tuple[str, ...]] = {}
+    for name in order:   # earlier exercises are closed first
+        every = set(direct[name]).union(*(closed[u] for u in direct[name]))
+        closed[name] = tuple(n for n in order if n in every)
+    return closed
+
+
+def _only_cell(nb, index: int):
+    return nbformat.v4.new_notebook(cells=[nb.cells[index]])
+
+
 def strip_solution_markers(source: str) -> str:
     """The code a student who solved the exercise would have: the solution without marker lines."""
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION))

@@ -50,6 +50,7 @@ CLASS = {
     "gus": "import os\n\ndef double(x):\n    os._exit(3)\n",
 }
 UNREADABLE = "hal"
+UNTOUCHED = "ula"     # the notebook as released: reported apart, like the unreadable one
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -61,6 +62,8 @@ def make_class(root: Path) -> Path:
         submissions.write(answer(assignment, root, code), submitted / student / "01_fixture" / "fixture.ipynb")
     (submitted / UNREADABLE / "01_fixture").mkdir(parents=True)
     (submitted / UNREADABLE / "01_fixture" / "fixture.ipynb").write_text("not json", encoding="utf-8")
+    (submitted / UNTOUCHED / "01_fixture").mkdir(parents=True)
+    shutil.copyfile(root / "notebooks" / "01_fixture" / "fixture.ipynb", submitted / UNTOUCHED / "01_fixture" / "fixture.ipynb")
     submissions.write(answer(assignment, root, None), submitted / "stray.ipynb")
     return submitted
 
@@ -93,12 +96,15 @@ def test_the_numbers_are_exactly_what_was_planted(graded):
     data = _report(graded / "single")
     [section] = data["assignments"]
     [exercise] = section["exercises"]
-    assert (section["name"], section["students"], section["max_score"]) == ("01_fixture", 20, 3.0)
-    # 7 correct (3 points); 2 flatten (the visible test passes: 1 point); 4 + 3 wrong, eve, fay, gus, hal: 0.
-    assert exercise["histogram"] == [[0, 11], [1.0, 2], [2.0, 0], [3.0, 7]]
-    assert sum(count for _, count in exercise["histogram"]) == section["students"] == 20
-    assert (exercise["full"], exercise["partial"], exercise["zero"]) == (7, 2, 11)
-    assert (exercise["median"], exercise["lost"], exercise["max_points"]) == (0.0, 37.0, 3.0)
+    # The unreadable and the untouched notebook took no part: reported apart, not in the shares or the groups.
+    assert (section["name"], section["students"], section["max_score"]) == ("01_fixture", 19, 3.0)
+    assert section["not_taking_part"] == [{"student": UNREADABLE, "why": "invalid notebook"},
+                                          {"student": UNTOUCHED, "why": "untouched"}]
+    # 7 correct (3 points); 2 flatten (the visible test passes: 1 point); 4 + 3 wrong, eve, fay, gus: 0.
+    assert exercise["histogram"] == [[0, 10], [1.0, 2], [2.0, 0], [3.0, 7]]
+    assert sum(count for _, count in exercise["histogram"]) == section["students"] == 19
+    assert (exercise["full"], exercise["partial"], exercise["zero"]) == (7, 2, 10)
+    assert (exercise["median"], exercise["lost"], exercise["max_points"]) == (0.0, 34.0, 3.0)
 
     groups = {(g["mistake"], g["test"]): g for g in exercise["groups"]}
     named = {key: sorted(g["students"]) for key, g in groups.items() if key[0]}
@@ -106,20 +112,20 @@ def test_the_numbers_are_exactly_what_was_planted(graded):
                      ("Returns an integer tensor, not floats", "test_double"): ["kim", "lev", "max"],
                      ("Flattens its input: right for a vector only", "test_double_hidden"): ["dan", "ned"]}
     unnamed = {tuple(g["students"]): g for g in exercise["groups"] if not g["mistake"]}
-    assert sorted(unnamed) == [("eve",), ("fay",), ("gus",), (UNREADABLE,)]
-    assert sum(g["count"] for g in exercise["groups"]) == 13 and all(g["count"] == len(g["students"]) for g in exercise["groups"])
+    assert sorted(unnamed) == [("eve",), ("fay",), ("gus",)]
+    assert sum(g["count"] for g in exercise["groups"]) == 12 and all(g["count"] == len(g["students"]) for g in exercise["groups"])
     assert all(g["examples"] == g["students"][:2] for g in exercise["groups"])
-    assert [g["count"] for g in exercise["groups"]] == [4, 3, 2, 1, 1, 1, 1]   # largest group first
+    assert [g["count"] for g in exercise["groups"]] == [4, 3, 2, 1, 1, 1]   # largest group first
     assert "did not finish within" in unnamed[("fay",)]["message"] and HOSTILE_MESSAGE in unnamed[("eve",)]["message"]
-    assert unnamed[(UNREADABLE,)]["message"] == "(invalid notebook: no test ran)"
 
     statuses = {s["status"]: sorted(x["student"] for x in s["submissions"]) for s in data["statuses"]}
     assert statuses == {"timeout": ["fay"], "kernel died": ["gus"], "invalid notebook": [UNREADABLE],
                         "misplaced notebook": [""]}
 
     people = {p["student"]: p for p in data["students"]}
-    assert len(people) == 20 and set(people) == set(CLASS) | {UNREADABLE}
-    assert {p["rank"] for s, p in people.items() if CLASS.get(s) is None and s != UNREADABLE} == {1}
+    assert len(people) == 21 and set(people) == set(CLASS) | {UNREADABLE, UNTOUCHED}
+    assert {p["rank"] for s, p in people.items() if CLASS.get(s) is None and s not in (UNREADABLE, UNTOUCHED)} == {1}
+    assert people[UNTOUCHED]["missed"] == [] and people[UNTOUCHED]["submissions"][0]["status"] == "ok"
     assert people["dan"]["rank"] == 8 and people["dan"]["total"] == 1.0 and people["bob"]["rank"] == 10
     assert people["kim"]["missed"] == [{"assignment": "01_fixture", "exercise": "double",
                                         "what": "Returns an integer tensor, not floats"}]
@@ -127,8 +133,8 @@ def test_the_numbers_are_exactly_what_was_planted(graded):
     for person in people.values():
         for page in person["submissions"][0]["feedback"]:
             assert (graded / "single" / page).is_file()
-    assert data["hardest"] == [{"assignment": "01_fixture", "exercise": "double", "lost": 37.0, "max_points": 3.0,
-                                "students": 20}]
+    assert data["hardest"] == [{"assignment": "01_fixture", "exercise": "double", "lost": 34.0, "max_points": 3.0,
+                                "students": 19, "share_lost": 34.0 / 57}]
 
 
 @pytest.mark.slow
@@ -198,7 +204,8 @@ def test_a_report_page_escapes_what_it_is_given():
                 "partial": 0, "zero": 1, "median": 0.0, "lost": 3.0, "groups": [group]}
     data = {"assignments": [{"name": "01_fixture", "students": 1, "max_score": 3.0, "median_score": 0.0,
                              "exercises": [exercise]}],
-            "hardest": [{"assignment": "01_fixture", "exercise": "double", "lost": 3.0, "max_points": 3.0, "students": 1}],
+            "hardest": [{"assignment": "01_fixture", "exercise": "double", "lost": 3.0, "max_points": 3.0, "students": 1,
+                         "share_lost": 1.0}],
             "statuses": [{"status": "timeout", "count": 1, "submissions": [{"student": evil, "assignment": "01_fixture",
                                                                             "detail": evil}]}],
             "students": [{"student": evil, "total": 0.0, "max_score": 3.0, "rank": 1, "missed": [
