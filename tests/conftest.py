@@ -41,6 +41,7 @@ from autograder.course import conventions, submissions  # noqa: E402
 from autograder.course.check import NotebookReport, run_notebook  # noqa: E402
 from machine_load import busy_loops  # noqa: E402
 from simulated_colab import AloneRun, colab, run_alone  # noqa: E402,F401  (colab: a session fixture)
+from xdist_scheduling import LongestScopeFirst, WorkerCrashes  # noqa: E402
 from autograder.sandbox import cpu_time  # noqa: E402
 
 ASSIGNMENTS = conventions.assignments()
@@ -147,28 +148,16 @@ def _estimated_seconds(scope: str) -> float:
 def pytest_xdist_make_scheduler(config, log):
     """Work goes out by ``scope_of``, the longest scope first, so the notebooks spread over the workers and
     neither waits at the end for the other's long scope. (``--dist loadgroup`` would say this with marks,
-    but pytest 9 ignores the node ids it rewrites.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
+    but pytest 9 ignores the node ids it rewrites.) A worker that crashes stops the run
+    (tests/xdist_scheduling.py)."""
     cache = getattr(config, "cache", None)     # absent with -p no:cacheprovider
     seen = cache.get(TEST_SECONDS, {}) if cache is not None else {}
+    return LongestScopeFirst(config, log, scope_of, lambda scope, nodeids: _scope_seconds(scope, nodeids, seen))
 
-    class LongestScopeFirst(LoadScopeScheduling):
-        ordered = False
 
-        def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
-
-        def _assign_work_unit(self, node) -> None:
-            if not self.ordered:       # once, before the first unit goes out: the queue is complete then
-                self.ordered = True
-                units = sorted(self.workqueue.items(), key=lambda item: (
-                    -_scope_seconds(item[0], item[1], seen), -len(item[1])))
-                self.workqueue.clear()
-                self.workqueue.update(units)
-            super()._assign_work_unit(node)
-
-    return LongestScopeFirst(config, log)
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):     # the controller (or a run without workers)
+        config.pluginmanager.register(WorkerCrashes(), "worker_crashes")
 
 
 _TEST_RUN_SECONDS: dict[str, float] = {}
