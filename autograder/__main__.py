@@ -206,7 +206,7 @@ def run_build(args, parser) -> int:
     for original, backup in changed.backups:
         print(f"kept {original} (it held someone's work) as {backup}")
     for path in changed:
-        print(f"updated {path}")
+        print(f"removed {path}" if path in changed.removed else f"updated {path}")
     print(f"build: {len(changed)} file(s) changed" if changed else "build: notebooks/ already up to date")
     return 0
 

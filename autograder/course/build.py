@@ -68,14 +68,17 @@ def add_self_grading_cell(nb, assignment_name: str) -> None:
 
 
 class Built(list):
-    """The files a build changed (a list of paths), and ``backups``: the (original, backup) pairs of the
-    files with someone's work in them that ``force`` moved aside first."""
+    """The files a build changed (a list of paths), ``removed``: those of them it deleted (a private edition's
+    bundles, a notebook no longer released), and ``backups``: the (original, backup) pairs of the files with
+    someone's work in them that ``force`` moved aside first."""
 
     backups: list[tuple[Path, Path]]
+    removed: list[Path]
 
-    def __init__(self, changed=(), backups=()):
+    def __init__(self, changed=(), backups=(), removed=()):
         super().__init__(changed)
         self.backups = list(backups)
+        self.removed = list(removed)
 
 
 @dataclass
@@ -125,7 +128,7 @@ def build(solutions_dir: Path = conventions.SOLUTIONS_DIR, notebooks_dir: Path =
     _plan_unknown_folders(notebooks_dir, {a.name for a in all_assignments}, planned)
     at_stake = [p for p in list(planned.writes) + planned.removals if notebooks_dir in p.parents]
     backups = student_work.guard(at_stake, notebooks_dir, force=force)
-    return Built(changed + _apply(planned), backups)
+    return Built(changed + _apply(planned), backups, planned.removals)
 
 
 def _apply(planned: _Planned) -> list[Path]:

@@ -277,8 +277,12 @@ def _run_with_grading_cell(path: Path, assignment_name: str, code: str | None = 
 
 
 KERNEL_NOISE = ("Kernel is running over TCP without encryption",)
+# PyTorch's profiler (Kineto) logs each start and stop to stderr: "USDT:2026-11-29 01:13:08 24126:24126
+# SyncActivityProfilerHandler.cpp:52] profiler_start" (notebook 10 asks the profiler which kernel ran).
+PROFILER_LOG = re.compile(r"^[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \d+:\d+ \w+\.cpp:\d+\]")
 
 
 def _is_kernel_noise(line: str) -> bool:
-    """ipykernel's start-up notice about its TCP transport says nothing about the student's work."""
-    return any(noise in line for noise in KERNEL_NOISE)
+    """ipykernel's start-up notice about its TCP transport, and the profiler's log lines, say nothing about
+    the student's work."""
+    return any(noise in line for noise in KERNEL_NOISE) or PROFILER_LOG.match(line) is not None

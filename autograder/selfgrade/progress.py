@@ -10,6 +10,7 @@ notebook), made like the class report's (no script, no request).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import sys
@@ -50,6 +51,44 @@ def course_notebooks(folder: Path) -> list[tuple[str, Path]]:
     return sorted(found.items())
 
 
+NOT_STARTED = "not answered yet (the notebook is as released: skipped, nothing was run)"
+
+
+def not_started(assignment: str) -> dict:
+    """The result of a notebook still as released, without running it: 0 of every exercise's points."""
+    points: dict[str, float] = {}
+    for test in read_bundle(assignment)["tests"]:
+        points[test["exercise"]] = points.get(test["exercise"], 0.0) + test["points"]
+    rows = [[name, f"0 / {total:g}", "failed", [("", NOT_STARTED)]] for name, total in points.items()]
+    return {"rows": rows, "earned": 0.0, "total": sum(points.values())}
+
+
+def nbgrader_checksum(cell) -> str:
+    """nbgrader's checksum of a cell (``nbgrader.utils.compute_checksum``, which the release stores in each
+    answer cell's metadata), computed here because a student's install has no nbgrader."""
+    meta = cell["metadata"]["nbgrader"]
+    digest = hashlib.md5()
+    for part in (cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"]), cell["cell_type"],
+                 str(bool(meta.get("grade"))), str(bool(meta.get("solution"))), str(bool(meta.get("locked"))),
+                 meta["grade_id"]):
+        digest.update(part.encode("utf-8"))
+    if meta.get("grade"):
+        digest.update(str(float(meta["points"])).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def untouched(path: Path) -> bool:
+    """Whether every answer cell of the saved notebook at ``path`` is still as released (its source matches
+    the checksum the release stored); False when the notebook cannot be read or has no answer cell."""
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+        answers = [c for c in cells if isinstance(c.get("metadata", {}).get("nbgrader"), dict)
+                   and c["metadata"]["nbgrader"].get("solution") and "checksum" in c["metadata"]["nbgrader"]]
+        return bool(answers) and all(nbgrader_checksum(c) == c["metadata"]["nbgrader"]["checksum"] for c in answers)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
 def grade_notebook(assignment: str, path: Path) -> dict:
     """The notebook run and graded: ``{"rows", "earned", "total"}``, or ``{"error": ...}``."""
     code = f"from autograder.selfgrade.progress import print_result\nprint_result({assignment!r})"
@@ -84,7 +123,7 @@ def _first_line(messages: list) -> str:
     if not messages:
         return ""
     text = (str(messages[0][1]).strip().splitlines() or [""])[0]
-    return "not answered yet" if text.startswith("NotImplementedError") else text[:120]
+    return "not answered yet" if text.startswith("NotImplementedError") or text == NOT_STARTED else text[:120]
 
 
 def _points(row: dict) -> str:
@@ -141,6 +180,9 @@ def grade_folder(folder: Path, html_path: Path | None = None) -> int:
         return 2
     results = {}
     for assignment, path in notebooks:
+        if untouched(path):   # nothing to run: a second for the folder, not a kernel per notebook
+            results[assignment] = not_started(assignment)
+            continue
         print(f"grading {path} ...", file=sys.stderr, flush=True)
         results[assignment] = grade_notebook(assignment, path)
     rows = progress_rows(results)

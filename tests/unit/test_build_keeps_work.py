@@ -138,3 +138,13 @@ def test_the_build_command_refuses_then_keeps_a_backup_with_force(course, monkey
     assert autograder_main(["build", "--no-self-grading", "--force"]) == 0
     out = capsys.readouterr().out
     assert f"kept {released} (it held someone's work) as {root}/notebooks-backup-" in out, out
+
+
+def test_a_private_build_says_which_files_it_removed(course):
+    """The bundles a private edition deletes are reported as removed, not as updated (issue 51)."""
+    _, root, released = course
+    bundle = root / "autograder" / "selfgrade" / "01_fixture.bin"
+    assert bundle.exists()
+    private = rebuild(root, self_grading=False)
+    assert bundle in private and private.removed == [bundle] and not bundle.exists()
+    assert released in private and released not in private.removed
