@@ -1351,9 +1351,11 @@ print(f"a space after a word's last letter: {min(word_final):.1f} to {max(word_f
 # * **Zero counts.** Where $C[a, b] = 0$ the ideal logit is $-\infty$: the minimum is approached, never
 #   attained, and gradient descent keeps pushing those logits down ever more slowly.
 # * **Rank.** $\operatorname{rank}(W_E W_U) \le d_\text{model}$. With $d_\text{model} \ge V$ every $V \times V$
-#   matrix is reachable and the bigram optimum can be reached. With $d_\text{model} < V$ the model must settle
-#   for the best matrix of rank at most $d_\text{model}$ (a low-rank, "compressed" bigram model), and
-#   its loss stays above the bigram's.
+#   matrix is reachable and the bigram optimum can be reached. The free constant per row buys one rank more:
+#   with $L = \log \hat P$ invertible, $\det(L + c\,\mathbf{1}^\top) = \det(L)\,(1 + \mathbf{1}^\top L^{-1} c)$, and a
+#   choice of $c$ makes it $0$, so some optimum has rank $V - 1$ and $d_\text{model} = V - 1$ reaches it too.
+#   With $d_\text{model} < V - 1$ the model must in general settle for the best matrix of rank at most
+#   $d_\text{model}$ (a low-rank, "compressed" bigram model), and its loss stays above the bigram's.
 
 # %% [markdown] id="508f7057"
 # ### Exercise 6: `ZeroLayerTransformer` (1 + 2 + 1 points)
@@ -2440,8 +2442,8 @@ for temperature in [0.5, 1.0, 2.0]:
 # * A PyTorch model is a module with registered parameters and a forward pass; a training loop samples a
 #   batch, computes the loss, clears the old gradients, backpropagates and steps the optimizer.
 # * A zero-layer transformer (embedding → unembedding) can only learn a bigram model: the loss-minimising
-#   $W_E W_U$ is the table of bigram log-probabilities up to a constant per row (when $d_\text{model} \ge V$;
-#   a low-rank version otherwise).
+#   $W_E W_U$ is the table of bigram log-probabilities up to a constant per row (when $d_\text{model} \ge V - 1$,
+#   the constants buying one rank; in general a low-rank version otherwise).
 # * Decoding turns distributions into text, one token at a time, feeding each choice back in: greedy
 #   decoding loops, sampling varies, and the temperature sharpens ($T<1$) or flattens ($T>1$) the distribution.
 #
