@@ -153,7 +153,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from utils import corpus, plotting
+from utils import claims, corpus, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -1253,6 +1253,11 @@ ax.set_ylabel("perplexity (lower is better)")
 ax.set_title(rf"Add-$\alpha$ bigram model; best validation $\alpha$ = {best_alpha:.3g}")
 ax.legend()
 plt.show()
+claims.claim(f"Without smoothing the validation perplexity is infinite ({unseen} unseen pairs); more smoothing raises "
+             f"the training perplexity at every alpha tried ({train_ppl[0]:.2f} -> {train_ppl[-1]:.2f}), while the "
+             f"validation perplexity is lowest inside the range, at alpha = {best_alpha:.3g} ({min(val_ppl):.2f})",
+             holds=unseen > 0 and all(a < b for a, b in zip(train_ppl, train_ppl[1:]))
+             and alphas[0] < best_alpha < alphas[-1])
 
 # %% [markdown] id="cell-041"
 # More smoothing always hurts on the training text (it moves probability away from what was seen there),
@@ -1279,10 +1284,15 @@ results = {
 print(f"{'model':<34}{'val perplexity':>16}{'bits/char':>11}")
 for name, ppl in results.items():
     print(f"{name:<34}{ppl:>16.2f}{math.log2(ppl):>11.2f}")
+uniform_ppl, unigram_ppl, bigram_ppl = results.values()
+claims.claim(f"One previous character divides the perplexity by {unigram_ppl / bigram_ppl:.1f} against the character "
+             f"frequencies and by {uniform_ppl / bigram_ppl:.1f} against knowing nothing",
+             holds=unigram_ppl / bigram_ppl > 2 and uniform_ppl / bigram_ppl > 5)
 
 # %% [markdown] id="cell-043"
 # Conditioning on a single previous character cuts the perplexity several-fold compared with the
-# character frequencies alone, and by an order of magnitude compared with knowing nothing. Where does the
+# character frequencies alone, and close to an order of magnitude compared with knowing nothing (the
+# factors are printed above). Where does the
 # model hesitate? The **surprisal** $-\log_2 P(c_i \mid c_{i-1})$ of each character of our sentence, in bits:
 
 # %% id="cell-044"
@@ -1304,6 +1314,9 @@ print("most surprising:", ", ".join(f"{p!r} {b:.1f}" for p, b in sorted(pairs, k
 print("under one bit:  ", ", ".join(dict.fromkeys(f"{p!r} {b:.2f}" for p, b in pairs if b < 1)))
 word_final = [b for (p, b) in pairs if p[1] == " "]
 print(f"a space after a word's last letter: {min(word_final):.1f} to {max(word_final):.1f} bits")
+cheap = sorted({p for p, b in pairs if b < 1})
+claims.claim(f"Only {' and '.join(map(repr, cheap))} cost less than one bit, and every word-final space costs more "
+             f"than one ({min(word_final):.1f} bits at least)", holds=cheap == ["Th", "he"] and min(word_final) > 1)
 
 # %% [markdown] id="cell-045"
 # The big surprises are the capital letters after a space (the printout names them) and rare pairs such
@@ -1813,6 +1826,11 @@ plt.show()
 print(f"first loss {losses[0]:.3f}   (ln V = {math.log(V):.3f}, ln V + 1/2 = {math.log(V) + 0.5:.3f})")
 print(f"after {len(losses)} steps: whole training text {whole_text:.3f} nats;  bigram model {bigram_train_ce:.3f}, "
       f"unigram model {unigram_train_ce:.3f}")
+claims.claim(f"The first loss, {losses[0]:.3f}, is above ln V = {math.log(V):.3f}; after {len(losses)} steps the model "
+             f"({whole_text:.3f} nats) is below the unigram model ({unigram_train_ce:.3f}) by more than half the way "
+             f"to the bigram line ({bigram_train_ce:.3f})",
+             holds=losses[0] > math.log(V) and bigram_train_ce < whole_text
+             and unigram_train_ce - whole_text > (unigram_train_ce - bigram_train_ce) / 2)
 
 
 # %% [markdown] id="b1b674ad"
@@ -1861,6 +1879,10 @@ ax.legend()
 plt.show()
 for d, (_, _, losses) in models.items():
     print(f"d_model = {d:>3}: final training loss {losses[-1]:.4f}   (bigram model: {bigram_train_ce:.4f})")
+final = {d: losses[-1] for d, (_, _, losses) in models.items()}
+claims.claim(f"d_model = V ends {final[V] - bigram_train_ce:.4f} nats above the bigram model; d_model = 8 stops "
+             f"{final[8] - bigram_train_ce:.3f} above it and d_model = 2 {final[2] - bigram_train_ce:.3f}",
+             holds=final[V] - bigram_train_ce < 0.005 < final[8] - bigram_train_ce < final[2] - bigram_train_ce)
 
 # %% [markdown] id="cell-048"
 # With $d_\text{model} = V$ the loss runs down to the bigram line; the narrow models stop above it, the
@@ -1895,6 +1917,9 @@ within_row = (offset - row_constant[:, None]).abs().nanmean().item()
 c = row_constant[~row_constant.isnan()]
 print(f"logits - log P(b|a): the row constants c_a range from {c.min().item():.2f} to {c.max().item():.2f}, "
       f"while within a row the differences deviate from c_a by {within_row:.3f} on average")
+claims.claim(f"The learned logits are the counted log-probabilities plus a constant per row: the constants spread over "
+             f"{(c.max() - c.min()).item():.1f} nats, the deviations from them average {within_row:.3f}",
+             holds=within_row < 0.02 and (c.max() - c.min()).item() > 1)
 
 # %% [markdown] id="cell-050"
 # With $d_\text{model} = V$ the points lie on the diagonal: gradient descent found the counted bigram
@@ -1911,6 +1936,8 @@ per_pair = F.cross_entropy(W_E[x] @ W_U, y)                      # (N, V) logits
 val_counts = bigram_counts(val_ids, V)
 from_counts = -(val_counts.float() / val_counts.sum() * torch.log_softmax(W_E @ W_U, dim=1)).sum()
 print(f"per pair: {per_pair.item():.5f}   from counts: {from_counts.item():.5f}")
+claims.claim(f"The counts formula gives the per-pair loss to {abs(per_pair - from_counts).item():.1e}",
+             holds=abs(per_pair - from_counts).item() < 1e-4)
 
 # %% [markdown] id="cell-052"
 # ## 6. Decoding: from a distribution to text
@@ -2422,7 +2449,11 @@ def decode(ids):
 
 
 prompt = torch.tensor([stoi["T"]])
-print("greedy :", repr(decode(generate(zero_layer, prompt, 60, 0, torch.Generator().manual_seed(0)))))
+greedy = decode(generate(zero_layer, prompt, 60, 0, torch.Generator().manual_seed(0)))
+print("greedy :", repr(greedy))
+period = next((p for p in range(1, 11) if greedy[-30:] == greedy[-30 - p:-p]), None)
+claims.claim(f"The greedy text ends in a loop that repeats every {period} characters",
+             holds=period is not None)
 for temperature in [0.5, 1.0, 2.0]:
     text_ids = generate(zero_layer, prompt, 60, temperature, torch.Generator().manual_seed(0))
     print(f"T = {temperature}:", repr(decode(text_ids)))
