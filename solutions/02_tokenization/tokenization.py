@@ -1779,10 +1779,11 @@ print(f"{timing_merges[-1]} merges: recount {recount_seconds[-1]:.2f} s, your tr
 # The recounting trainer's time grows linearly with the number of merges at a steep, constant slope:
 # every merge pays for the whole corpus again. The incremental trainer pays that once, at the start, and
 # each later merge costs only what it changes. The gap grows with every merge, and GPT-2 learned 50,000
-# of them from a corpus far larger than ours. (Our `train_bpe` still scans all pair counts to find the
-# top pair, a cost proportional to the number of distinct pairs; production trainers such as HF
-# `tokenizers` keep the pairs in a priority queue instead. `benchmarks/bpe_benchmark.py` in the
-# repository compares the reference trainer with HF's Rust implementation.)
+# of them from a corpus far larger than ours. (A `train_bpe` that scans all pair counts to find the top
+# pair, as the exercise suggests, pays a cost proportional to the number of distinct pairs at every merge;
+# the reference solution keeps the pairs in a priority queue (a heap whose out-of-date entries are skipped
+# when they reach the top), as production trainers such as HF `tokenizers` do. `benchmarks/bpe_benchmark.py`
+# in the repository compares the reference trainer with HF's Rust implementation.)
 #
 # ## 5. Encoding and decoding
 #
