@@ -522,8 +522,9 @@ def _split(text):
     return list(got)
 
 
-# Values written here.
-for text, expected, hint in [
+# Values written here. (The loop variable is not `text`: in the solution notebook this cell runs in the same
+# kernel as the demos, whose `text` is the corpus.)
+for sample, expected, hint in [
     ("Привет мир", ["Привет", " мир"], "letters of any script are letters."),
     ("x\u00a0y", ["x", "\u00a0", "y"], "only the space U+0020 joins a word; a no-break space is whitespace of its own."),
     ("a\tb", ["a", "\t", "b"], "only the space U+0020 joins a word, not a tab."),
@@ -543,7 +544,7 @@ for text, expected, hint in [
     ("e\u0301\u0301x ab\u0301", ["e", "\u0301\u0301", "x", " ab", "\u0301"], "a combining accent is a symbol; do not normalize."),
     ("ß🙂 🙂🙂x", ["ß", "🙂", " 🙂🙂", "x"], "an emoji is a symbol, and takes one leading space."),
 ]:
-    checks.assert_equal(_split(text), expected, name=f"split_words({text!r})", hint=hint)
+    checks.assert_equal(_split(sample), expected, name=f"split_words({sample!r})", hint=hint)
 
 # Against HF tokenizers' GPT-2 pre-tokenizer (GPT-2's pattern with \p{L}, \p{N} and Unicode's White_Space) on
 # text drawn from every Unicode general category. Only characters assigned in this Python's Unicode
@@ -1569,9 +1570,9 @@ merges, vocab = _trained("hello world", 0)
 checks.assert_equal((merges, len(vocab)), ([], 256), name="train_bpe('hello world', 0)")
 # Early stop where the last pairs vanish: after (a, b) and (" ", ab) in "ab ab ab" (three merges in "xy xy z"), no
 # word of "ab ab ab" has two tokens, and no pair is left to merge, not even one whose count has fallen to 0.
-for text, expected in [("ab ab ab", [(97, 98), (32, 256)]), ("xy xy z", [(120, 121), (32, 122), (32, 256)])]:
-    merges, vocab = _trained(text, 10)
-    checks.assert_equal((merges, len(vocab)), (expected, 256 + len(expected)), name=f"train_bpe({text!r}, 10)",
+for sample, expected in [("ab ab ab", [(97, 98), (32, 256)]), ("xy xy z", [(120, 121), (32, 122), (32, 256)])]:
+    merges, vocab = _trained(sample, 10)
+    checks.assert_equal((merges, len(vocab)), (expected, 256 + len(expected)), name=f"train_bpe({sample!r}, 10)",
                         hint="Stop when no pair occurs any more: a pair whose count fell to 0 (or a stale heap entry) is "
                              "not a candidate; delete zero counts, or skip them.")
 
@@ -2507,8 +2508,8 @@ checks.assert_equal(_encoded("a\r\n<s>\r"), [97, 13, 10, 17, 13], name="encode_w
 checks.assert_equal(_encoded("<S>[sep]<s>"), [60, 83, 62, 91, 115, 101, 112, 93, 17], name="encode_with_specials('<S>[sep]<s>')",
                     hint="match the special strings exactly (no re.IGNORECASE): only '<s>' is special here.")
 # The arguments are left as they were.
-merges, specials = list(MERGES), dict(SPECIALS)
-call = probes.traced_call(encode_with_specials, "ab<s>cé", merges, specials)
+merges_given, specials_given = list(MERGES), dict(SPECIALS)      # not `merges`: the demos' names in this kernel
+call = probes.traced_call(encode_with_specials, "ab<s>cé", merges_given, specials_given)
 checks.assert_equal((call.args_after[1], call.args_after[2]), (MERGES, SPECIALS), name="merges and specials after the call",
                     hint="do not modify the merges or the specials.")
 ### END HIDDEN TESTS
