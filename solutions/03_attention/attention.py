@@ -47,8 +47,11 @@
 # Worked examples in books and slides print their numbers rounded, usually to two decimals. Section 2
 # shows such a printed table first and asks you to audit it with a small function of your own (exercise
 # A); after that, every such number is printed three ways: as it is usually printed, ours rounded the same
-# way, and ours exactly. Where they disagree the text says why (twice it is a rounding shortcut, once a slip in a
-# well-known walkthrough).
+# way, and ours exactly. Where they disagree the text says why. It happens five times: twice a rounding
+# shortcut (outputs computed from weights rounded first, exponentials from rounded scores), once a slip in a
+# well-known walkthrough (an entry of $QK^\top$), once a printed matrix that neither of the printed tables it
+# comes from reproduces (its unrounded scores are not shown; the difference is one unit of the last digit), and
+# once a step-by-step update that lets a token attend to the future (section 5).
 #
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
