@@ -30,6 +30,10 @@
 # 6. **Decoding:** greedy choice versus sampling with a temperature, and the generation loop that
 #    turns a model into a text generator.
 #
+# **Time.** About 5 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -1227,6 +1231,17 @@ print("bigram_log_probs: hidden tests (edge cases) passed")
 # once. We compare with two baselines: the **uniform** model (perplexity exactly $V$) and the **unigram**
 # model, which ignores the context and predicts every character with its overall frequency (add-$\alpha$
 # smoothed too).
+#
+# **Predict before you run.** Without smoothing ($\alpha = 0$), what is the bigram model's perplexity on the
+# validation text? And as $\alpha$ grows, what happens to the perplexity on the *training* text?
+#
+# <details><summary>Answer</summary>
+#
+# Infinite, as soon as one validation pair never occurs in the training text: that pair gets probability 0,
+# its log-probability is $-\infty$, and one infinite term makes the mean infinite (the cell counts such pairs).
+# On the training text the perplexity only rises with $\alpha$: the unsmoothed table is the one that fits the
+# training counts best, and smoothing moves probability away from them.
+# </details>
 
 # %% id="cell-040"
 def model_perplexity(log_probs, ids):
@@ -1839,6 +1854,16 @@ claims.claim(f"The first loss, {losses[0]:.3f}, is above ln V = {math.log(V):.3f
 # model allows. Since the loss depends on the data only through the counts, one **full-batch** step costs a
 # $V \times V$ matrix product instead of a pass over 400,000 pairs (for a real transformer with a long context
 # nothing like this exists, and we sample minibatches as `train` does). We fit three widths with Adam.
+#
+# **Predict before you run.** Which of $d_\text{model} = V$, $8$ and $2$ reach the bigram model's loss, and in
+# what order do the others stop?
+#
+# <details><summary>Answer</summary>
+#
+# Only $d_\text{model} = V$ (with $V = 103$ characters, a width of 8 or 2 caps the rank of $W_E W_U$ far below
+# the $V - 1$ the optimum needs). The narrower, the higher the loss it stops at: $d_\text{model} = 2$ above
+# $d_\text{model} = 8$. Both still beat the unigram model, which needs rank 1 only.
+# </details>
 
 # %% id="cell-047"
 def train_zero_layer(counts, d_model, steps=200, lr=0.1, seed=0):
@@ -1882,7 +1907,8 @@ for d, (_, _, losses) in models.items():
 final = {d: losses[-1] for d, (_, _, losses) in models.items()}
 claims.claim(f"d_model = V ends {final[V] - bigram_train_ce:.4f} nats above the bigram model; d_model = 8 stops "
              f"{final[8] - bigram_train_ce:.3f} above it and d_model = 2 {final[2] - bigram_train_ce:.3f}",
-             holds=final[V] - bigram_train_ce < 0.005 < final[8] - bigram_train_ce < final[2] - bigram_train_ce)
+             holds=final[V] - bigram_train_ce < 0.005 < final[8] - bigram_train_ce < final[2] - bigram_train_ce
+             and final[2] < unigram_train_ce)
 
 # %% [markdown] id="cell-048"
 # With $d_\text{model} = V$ the loss runs down to the bigram line; the narrow models stop above it, the
