@@ -166,7 +166,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import HTML, display
 
-from utils import corpus
+from utils import claims, corpus
 
 
 def show_table(header, rows):
@@ -247,20 +247,25 @@ show_table(
     [["word-level", f"{len(word_vocab):,}", "1.00", f"{word_unknown:.1%}"],
      ["character-level", f"{len(char_vocab):,}", f"{chars_per_word:.2f}", f"{char_unknown:.1%}"]],
 )
+claims.claim(f"Every word of the running sentence is unknown at word level, {word_unknown:.1%} of the held-out words "
+             f"are unknown, and characters cost {chars_per_word:.2f} tokens per word",
+             holds=all(w not in word_vocab for w in sentence.split()) and 0.05 < word_unknown < 0.25 and 5 < chars_per_word < 7.5)
+r = chars_per_word
+print(f"r = {r:.1f} times longer: the attention scores cost {r * r:.0f} times more, the per-token layers {r:.1f} times")
 
 # %% [markdown] id="c05"
 # All four words of the running sentence are `[UNK]` for a vocabulary learned from the Python
-# documentation, and about one held-out word in eight is unknown: word-level tokenizers are
-# brittle. Characters fix that but cost about 6.3 tokens per word here (counting the space
-# and punctuation that come with each word).
+# documentation, and a sizeable share of held-out words is unknown (printed above): word-level tokenizers are
+# brittle. Characters fix that but cost several tokens per word (counting the space and punctuation that
+# come with each word).
 #
 # **Why length matters.** Self-attention compares every position with every other one: the score
 # matrix $QK^\top$ for $n$ tokens has $n^2$ entries. If a tokenizer makes the sequence $r$ times longer,
 # the attention scores cost $r^2$ times more, while the per-token layers (the linear maps and the MLP)
 # cost $r$ times more. A claim you will often meet, "5× longer means 25× the compute", is therefore true
 # of the attention scores only; the total lies between $r$ and $r^2$, depending on how much of the model
-# is attention at that length. With $r \approx 6.3$ that is 6.3× to 40×, and the
-# context window holds 6.3× less text.
+# is attention at that length. With the $r$ measured above (the last line of the cell), that is $r$ to $r^2$
+# times, and the context window holds $r$ times less text.
 #
 # Subword tokenization aims for the best of both: no unknowns, and sequences far shorter than
 # character-level. We come back to this table with our own BPE tokenizer in Section 7.
@@ -1705,6 +1710,10 @@ for label, sample, n in [("toy corpus", toy_text, 12), (f"first {len(train_text[
                  "none" if first_difference is None else f"merge {first_difference}"])
 show_table(["text", "HF merges", "same merge, in the same place, with HF's tie order",
             "our rule: first merge that differs"], rows)
+claims.claim("With HF's tie order the straightforward trainer reproduces HF's merges one for one on both texts "
+             f"({' and '.join(f'{same}/{n}' for _, n, same, _ in rows)}); with ours they part at "
+             f"{' and '.join(first for *_, first in rows)}",
+             holds=all(same == n for _, n, same, _ in rows) and any(first != "none" for *_, first in rows))
 
 
 # %% [markdown] id="f4ab817b"
@@ -1722,9 +1731,9 @@ show_table(["text", "HF merges", "same merge, in the same place, with HF's tie o
 #
 # <details><summary>Answer</summary>
 #
-# Your trainer pays once for the first count and the index (the intercept), and then very little per
-# merge: after the first few dozen merges a merge touches well under 1% of the distinct words (right
-# panel). Its curve is nearly flat, and the ratio printed below the figure (measured on your machine, so it
+# Your trainer pays once for the first count and the index (the intercept), and then little per
+# merge: after the first merges a merge changes only a few percent of the distinct words, some well under 1%
+# (right panel). Its curve is nearly flat, and the ratio printed below the figure (measured on your machine, so it
 # varies with its speed and load; the first merges are the expensive ones, since frequent pairs occur in many words)
 # grows with every further merge. If your curve has the same slope as the replay, your
 # `PairCounter.merge` (or your `train_bpe`) is still visiting every word.
@@ -1736,23 +1745,23 @@ def replay_with_recount(text, merges):
     and the fraction of distinct words each merge changed."""
     words = collections.Counter(tuple(w.encode("utf-8")) for w in split_words(text))
     seconds, touched = [], []
-    start = time.perf_counter()
+    start = time.process_time()
     for k, pair in enumerate(merges):
         counts = count_pairs(words)                    # the full recount
         max(counts.values())                           # ... and a scan for the top pair
         new_words = {tuple(merge(list(w), pair, 256 + k)): n for w, n in words.items()}
         touched.append(sum(len(new) < len(old) for old, new in zip(words, new_words)) / len(words))
         words = new_words
-        seconds.append(time.perf_counter() - start)
+        seconds.append(time.process_time() - start)
     return seconds, touched
 
 
 timing_merges = [1, 60]
 yours = []
 for m in timing_merges:
-    start = time.perf_counter()
+    start = time.process_time()                        # CPU time: other programs running meanwhile don't count
     merges_m, _ = train_bpe(train_text, m)
-    yours.append(time.perf_counter() - start)
+    yours.append(time.process_time() - start)
 recount_seconds, touched = replay_with_recount(train_text, merges_m)
 window = 10
 touched_mean = [sum(touched[max(0, i - window + 1):i + 1]) / len(touched[max(0, i - window + 1):i + 1])
@@ -1775,6 +1784,11 @@ plt.tight_layout()
 plt.show()
 print(f"{timing_merges[-1]} merges: recount {recount_seconds[-1]:.2f} s, your train_bpe {yours[-1]:.2f} s "
       f"({recount_seconds[-1] / yours[-1]:.1f}x)")
+early, late = sum(touched[:window]) / window, touched_mean[-1]
+claims.claim(f"At {timing_merges[-1]} merges your train_bpe takes {recount_seconds[-1] / yours[-1]:.1f} times less CPU time "
+             f"than the recount; the first {window} merges change {early:.1%} of the distinct words on average, the last "
+             f"{window} {late:.1%}", holds=recount_seconds[-1] > 1.5 * yours[-1] and late < min(early, 0.05),
+             why_it_may_not="a train_bpe that recounts, or a PairCounter.merge that visits every word, is as slow as the replay")
 
 # %% [markdown] id="c39"
 # The recounting trainer's time grows linearly with the number of merges at a steep, constant slope:
@@ -2535,6 +2549,10 @@ print(f"with the special token: {ids.count(specials['<|endoftext|>'])} separator
       f"{len(ids):,} tokens in all")
 decode_vocab = {**clean_vocab, specials["<|endoftext|>"]: b"<|endoftext|>"}
 print("round trip:", decode(ids, decode_vocab) == glued)
+claims.claim(f"Trained on the glued text, {len(spent)} of 100 merges go to the separator's pieces; with the special "
+             f"token cut out first, each of the {len(documents) - 1} separators is one id and the text comes back exactly",
+             holds=len(spent) > 0 and ids.count(specials["<|endoftext|>"]) == len(documents) - 1
+             and decode(ids, decode_vocab) == glued)
 
 # %% [markdown] id="c57"
 # ## 7. A real tokenizer on real text
@@ -2586,15 +2604,24 @@ show_table(
      [f"byte-level BPE, {NUM_MERGES} merges", f"{256 + NUM_MERGES:,}", f"{bpe_tokens_per_word:.2f}", "0% (by construction)"]],
 )
 print("running sentence:", " ".join(show_token(vocab[i]) for i in encode(sentence, merges)).replace("`", ""))
+gain_first = 1 - tokens[ks.index(100)] / tokens[0]
+per_merge_first, per_merge_rest = gain_first / 100, (tokens[ks.index(100)] / tokens[0] - tokens[-1] / tokens[0]) / 900
+claims.claim(f"With {256 + NUM_MERGES:,} tokens ({(256 + NUM_MERGES) / len(word_vocab):.0%} of the word-level vocabulary) "
+             f"BPE needs {bpe_tokens_per_word / chars_per_word:.0%} of the character-level length ({bpe_tokens_per_word:.2f} "
+             f"tokens per word); the first 100 merges shorten the held-out text by {gain_first:.0%}, and a merge among the "
+             f"next 900 buys {per_merge_first / per_merge_rest:.0f} times less than one of the first 100",
+             holds=bpe_tokens_per_word / chars_per_word < 0.45 and gain_first > 0.3 and per_merge_first > 5 * per_merge_rest
+             and gain_first > 900 * per_merge_rest)
 
 # %% [markdown] id="c61"
-# With only 1,256 tokens, about a fifth of the word-level vocabulary, BPE needs about a third of the
-# character-level sequence length and has no unknowns. The first 100 merges already shorten the
-# sequence by about 40%; each of the next 900 buys much less: merges are learned in order of frequency, so each new token is rarer
+# With a vocabulary a fraction of the word-level one, BPE needs a fraction of the character-level sequence length
+# and has no unknowns (the line above gives both fractions). The first 100 merges do most of the shortening;
+# each of the next 900 buys much less: merges are learned in order of frequency, so each new token is rarer
 # than the last. That is why real vocabularies are large (50k for GPT-2, 100k for GPT-4, 128k for
 # Llama 3) and why they are trained on huge, varied corpora. On typical English prose GPT-2's
 # tokenizer needs about 1.3 tokens per word (the "0.75 words per token" rule of thumb); our tiny
-# tokenizer, trained on 300 KB, needs about 2.0, and splits the running sentence into common fragments.
+# tokenizer, trained on 300 KB, needs markedly more (printed above), and splits the running sentence into common
+# fragments.
 #
 # ## 8. What the model sees: the "strawberry" problem
 #
@@ -2609,6 +2636,9 @@ for s in ["strawberry", " strawberry", " Strawberry", " STRAWBERRY", " strawberr
     rows.append([show_token(s), ids, " ".join(show_token(p) for p in pieces),
                  " ".join(str(p.count(b"r") + p.count(b"R")) for p in pieces), s.lower().count("r")])
 show_table(["text", "ids (what the model sees)", "pieces", "r's per piece", "r's"], rows)
+claims.claim(f"'strawberry' is cut into {len(encode('strawberry', merges))} pieces, and its five spellings get "
+             f"{len({tuple(row[1]) for row in rows})} different id sequences",
+             holds=len(encode("strawberry", merges)) > 1 and len({tuple(row[1]) for row in rows}) == len(rows))
 
 # %% [markdown] id="c63"
 # Our small tokenizer cuts *strawberry* into several pieces; GPT-class vocabularies cut it into two or three
@@ -2777,6 +2807,9 @@ start = time.perf_counter(); X_lookup = E[ids]; t_lookup = time.perf_counter() -
 start = time.perf_counter(); X_product = one_hot(ids, V) @ E; t_product = time.perf_counter() - start
 print(f"64 tokens: lookup {1e3 * t_lookup:.2f} ms, one-hot product {1e3 * t_product:.1f} ms, "
       f"same result: {torch.allclose(X_lookup, X_product)}")
+claims.claim(f"The one-hot product gives the lookup's vectors, and takes {t_product / t_lookup:.0f} times as long",
+             holds=torch.allclose(X_lookup, X_product) and t_product > t_lookup,
+             why_it_may_not="timings on a busy machine vary")
 
 # %% [markdown] id="c70"
 # About 38.6 million parameters, almost a third of GPT-2 small, only to turn ids into vectors (GPT-2
