@@ -38,8 +38,11 @@
 # | 9 | `one_hot` | the embedding lookup as a matrix product | 1 + 3 |
 #
 # Each exercise has visible tests (run them) and hidden tests that run when the notebook is graded. A
-# few questions ask you to **predict before you run**: write your guess down, then open the answer. The
-# whole notebook runs on a laptop CPU in well under a minute.
+# few questions ask you to **predict before you run**: write your guess down, then open the answer.
+#
+# **Time.** About 10 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
 
 # %% id="setup" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
@@ -226,6 +229,16 @@ def prose_only(text):
 # table borders, no code blocks, whitespace collapsed), about 340 KB. We build each vocabulary from the
 # first 90% and measure on the last 10%, text the vocabulary has not seen. A "word" here is a
 # whitespace-separated string.
+#
+# **Predict before you run.** Which words of the running sentence does a word-level vocabulary built from the
+# Python documentation know? And roughly how many tokens per word does the character level cost?
+#
+# <details><summary>Answer</summary>
+#
+# None of the four: *researchers*, *fine-tune*, *large-scale* and *models* (as written, with the hyphens) do not
+# occur in that documentation. The character level costs the mean word length plus one for the space and a
+# little for punctuation: about six tokens per word for English prose. The cell prints both.
+# </details>
 
 # %% id="c04"
 text = prose_only(corpus.python_docs())
@@ -2573,6 +2586,15 @@ print("longest tokens: ", " ".join(show_token(vocab[i]) for i in longest))
 # How much does each merge buy? We measure on the held-out text, as **bytes per token** (compression)
 # and **tokens per word**, for tokenizers that keep only the first $k$ merges. (Counting each distinct
 # held-out word once keeps this fast.)
+#
+# **Predict before you run.** Which shortens the held-out text more: the first 100 merges or the 900 after them?
+#
+# <details><summary>Answer</summary>
+#
+# The first 100, by far per merge, and here even in total: merges are learned in order of frequency, so the
+# first ones replace pairs that occur everywhere (`␣t`, `he`, `in`) and each later one a rarer pair. The curve
+# rises steeply, then flattens.
+# </details>
 
 # %% id="c60"
 valid_counts = collections.Counter(split_words(valid_text))
