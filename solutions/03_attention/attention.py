@@ -53,6 +53,10 @@
 # comes from reproduces (its unrounded scores are not shown; the difference is one unit of the last digit), and
 # once a step-by-step update that lets a token attend to the future (section 5).
 #
+# **Time.** About 15 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; the longest cell, section 0's two models at five distances, takes about 10
+# seconds. On a GPU: untimed (nothing here needs one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -239,6 +243,13 @@ def show_matrix(matrix, rows, cols, decimals=2, corner=""):
 # batches) for each distance, then tested on 1000 new sequences.
 #
 # **Predict first.** Which model's accuracy depends on the distance?
+#
+# <details><summary>Answer</summary>
+#
+# The LSTM's: the first token must survive $T - 1$ updates of its state, and the gradient that teaches it to
+# keep it must come back through the same steps, so with a fixed budget it fails beyond some distance and falls
+# to chance (1/8). Attention's does not: the last position reads position 1 directly, whatever $T$ is.
+# </details>
 
 # %% id="b0a1c002"
 from torch import nn
