@@ -33,6 +33,10 @@
 # 3. **Temperature**: dividing by $\sqrt{d_k}$ is the same knob as the sampling temperature of notebook 01.
 # 4. **Learning**: a tiny attention model trained with and without the scale.
 #
+# **Time.** About 6 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -962,6 +966,18 @@ print("softmax_jacobian: hidden edge-case tests passed")
 # Now the same measurement for every head size from 1 to 1024: for each $d_k$, 300 rows of $T = 16$ random
 # keys, the mean entropy of the attention row and the median Frobenius norm of its softmax Jacobian
 # (the median, because a few unlucky rows with two near-equal winners would dominate a mean).
+#
+# **Predict before you run.** With the scale, how does the entropy change from $d_k = 4$ to $d_k = 1024$? And
+# without it, roughly how fast does the Jacobian norm fall as $d_k$ grows?
+#
+# <details><summary>Answer</summary>
+#
+# With the scale it does not change: the scaled scores have unit variance at every $d_k$, so every head size
+# sees the same distribution of rows. Without it the scores' spread grows like $\sqrt{d_k}$, the gap between the
+# best key and the rest grows with it, and the Jacobian's entries $p_i(\delta_{ij} - p_j)$ vanish like the
+# runner-up weights, roughly like $e^{-\text{gap}}$: faster than any power of $d_k$, orders of magnitude by
+# $d_k = 512$.
+# </details>
 
 # %% id="f23e0052"
 T, n_rows = 16, 300
@@ -1077,15 +1093,32 @@ claims.claim(f"At T = 1/sqrt({d_k}) the row is the unscaled row (largest differe
 # over the rows of the norm of $\partial L / \partial s$, the gradient that reaches the scores of one row after
 # passing through the softmax Jacobian (starvation). The median is the typical row; a mean would be dominated
 # by the few rows where two keys happen to tie.
+#
+# **Predict before you run.** Which of the three runs learns the teacher's pattern in 150 steps, and how does
+# the third run's loss curve compare with the first's?
+#
+# <details><summary>Answer</summary>
+#
+# The scaled run learns (its loss falls by orders of magnitude); the unscaled run starts saturated and barely
+# moves. The third run's curve lies on top of the first's, to rounding: it is the same optimisation in other
+# units, since its scores are the scaled run's scores at every step.
+# </details>
 
 # %% id="694f6749"
-def train_attention(divisor, init_std, lr, d_model=16, d_k=256, T=16, batch=32, steps=150, seed=0):
-    """Train W_Q, W_K of one attention head to reproduce a teacher's attention; return the per-step records."""
+def train_attention(divisor, init_std, lr, d_model=16, d_k=256, T=16, batch=32, steps=150, seed=0,
+                    optimizer_class=torch.optim.Adam, pytorch_default_init=False):
+    """Train W_Q, W_K of one attention head to reproduce a teacher's attention; return the per-step records.
+    pytorch_default_init: weights uniform on +-1/sqrt(fan-in), as nn.Linear draws them (init_std is then unused)."""
     generator = torch.Generator().manual_seed(seed)
     teacher = torch.randn(d_model, d_model, generator=generator) * 0.5 / math.sqrt(d_model)
-    W_Q = (torch.randn(d_model, d_k, generator=generator) * init_std).requires_grad_()
-    W_K = (torch.randn(d_model, d_k, generator=generator) * init_std).requires_grad_()
-    optimizer = torch.optim.Adam([W_Q, W_K], lr=lr)
+
+    def initial_weights():
+        if pytorch_default_init:
+            return ((torch.rand(d_model, d_k, generator=generator) * 2 - 1) / math.sqrt(d_model)).requires_grad_()
+        return (torch.randn(d_model, d_k, generator=generator) * init_std).requires_grad_()
+
+    W_Q, W_K = initial_weights(), initial_weights()
+    optimizer = optimizer_class([W_Q, W_K], lr=lr)
     record = {"loss": [], "largest weight": [], "gradient at the scores": [], "teacher entropy": []}
     for _ in range(steps):
         x = torch.randn(batch, T, d_model, generator=generator)
