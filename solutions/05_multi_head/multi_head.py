@@ -994,8 +994,11 @@ with torch.no_grad():
 # attention can select one value (a weight near 1), average several, or interpolate between them, but it can
 # never leave the hull: every coordinate of $o_i$ lies between the smallest and the largest value of that
 # coordinate among the visible $v_j$, and $\lVert o_i \rVert \le \max_j \lVert v_j \rVert$ (a norm is convex). It
-# cannot extrapolate, amplify, or produce a direction no value points to; that is left to $W_O$, the residual
-# stream and the feed-forward layer. (The proof is two lines: each coordinate of $o_i$ is a weighted mean with
+# cannot extrapolate, amplify, or produce a vector outside the hull (in particular outside the span) of the
+# values it sees; that is left to $W_O$, the residual stream and the feed-forward layer. It can point in a
+# direction no single value points to: $v_1 = (1, 0)$ and $v_2 = (0, 1)$ with weights $\tfrac12, \tfrac12$ give
+# $(\tfrac12, \tfrac12)$, at $45^\circ$ to both; inside the hull is not the same as along one of the $v_j$.
+# (The proof is two lines: each coordinate of $o_i$ is a weighted mean with
 # non-negative weights summing to 1, so it lies between the minimum and the maximum; the norm bound is the
 # triangle inequality, $\lVert \sum_j \alpha_{ij} v_j \rVert \le \sum_j \alpha_{ij} \lVert v_j \rVert$.)
 #
@@ -1549,6 +1552,8 @@ print(f"time per layer: attention core 2 T^2 d = {attention_core_macs(T, d):.3g}
 first = crossover_length(lambda t: t * t, lambda t: d * t)
 print(f"\nT^2 > d*T first at T = {first:,}: the terms are equal at T = d = {first - 1:,}")
 print(f"with constants, 2 T^2 d > 4 T d^2 first at T = {crossover_length(lambda t: attention_core_macs(t, d), lambda t: projection_macs(t, d)):,}")
+print(f"and against the projections plus the FFN (8 T d^2 more), 2 T^2 d > 12 T d^2 first at T = "
+      f"{crossover_length(lambda t: attention_core_macs(t, d), lambda t: 3 * projection_macs(t, d)):,}")
 print(f"memory, h T^2 > T d first at T = {crossover_length(lambda t: h * t * t, lambda t: t * d):,}  (d/h = d_k = {d // h})")
 for T_ in (512, 4096, 32768, 131072):
     ratio = attention_core_macs(T_, d) / projection_macs(T_, d)
@@ -1579,7 +1584,9 @@ plt.show()
 
 # %% [markdown] id="dacafa64"
 # Below a few thousand tokens, a layer's time goes mostly into its matrix multiplications with weights
-# (the projections here, and the FFN, twice as big again); past $T \approx d$ the $T^2$ term takes over and keeps
+# (the projections here, and the FFN, twice as big again: $8Td^2$ more). With the constants kept, the attention
+# core $2T^2d$ overtakes the projections alone ($4Td^2$) at $T = 2d$, and the projections plus the FFN
+# ($12Td^2$) only at $T = 6d$ (printed above for this $d = 4096$); past that the $T^2$ term takes over and keeps
 # growing. Memory turns quadratic much earlier: storing the attention probabilities of all heads costs more than
 # the activations as soon as $T > d_k$, which is why long-context implementations compute attention in tiles
 # and never materialise the $T \times T$ matrices, and why so much research goes into sparse, linear and
