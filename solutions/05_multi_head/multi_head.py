@@ -163,7 +163,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from utils import corpus, plotting
+from utils import claims, corpus, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -1063,7 +1063,13 @@ with torch.no_grad():
 
     # After W_O the bound is gone: the output projection may stretch what the heads return.
     out = layer(x, causal=True)
-    print(f"layer output (after W_O): ||out_i|| up to {(out.norm(dim=-1) / largest_norm.amax(1)).max().item():.2f} x the largest visible ||v_j||")
+    stretch = (out.norm(dim=-1) / largest_norm.amax(1)).max().item()
+    print(f"layer output (after W_O): ||out_i|| up to {stretch:.2f} x the largest visible ||v_j||")
+    head_ratio = (heads.norm(dim=-1) / largest_norm).max().item()
+claims.claim(f"Every head output lies inside the range of its visible values and is at most {head_ratio:.4f} times the "
+             f"longest; without the softmax {outside:.0%} of the coordinates leave the range, and after W_O the outputs "
+             f"reach {stretch:.2f} times the longest value", holds=inside == 1.0 and head_ratio <= 1 + 1e-5
+             and outside > 0.5 and stretch > 1)
 
 # %% [markdown] id="78f1bc63"
 # ### 2b. Four heads with four jobs
@@ -1221,7 +1227,17 @@ for s, title in enumerate(titles):
 print(f"{'uniform attention (chance)':26}" + "".join(f"{torch.stack(chance[n]).mean().item():17.2f}" for n in totals))
 best = table.argmax(dim=1).tolist()
 print("\nthe probe each head scores highest on:", {titles[s]: list(totals)[p] for s, p in enumerate(best)})
-assert best == [0, 1, 2, 3], "the probes should recover the job each head was built for"
+baseline = torch.tensor([torch.stack(chance[n]).mean().item() for n in totals])
+own = table.diagonal()
+claims.claim(f"Each head scores highest on the probe of its own job ({', '.join(f'{v:.2f}' for v in own.tolist())}), "
+             f"at least {(own / baseline).min().item():.1f} times the uniform baseline",
+             holds=best == [0, 1, 2, 3] and bool((own > 3 * baseline).all()))
+others = [s for s in range(len(titles)) if s != 2]
+runner_up = max(others, key=lambda s: table[s, 2].item())
+claims.claim(f"The delimiter head scores {table[2, 0].item():.2f} on the previous-token probe, below the baseline "
+             f"{baseline[0].item():.2f}; besides it, {titles[runner_up]} scores highest on the delimiter probe "
+             f"({table[runner_up, 2].item():.2f} against {baseline[2].item():.2f})",
+             holds=table[2, 0] < baseline[0] and runner_up == 1 and table[1, 2] > baseline[2])
 
 
 # %% [markdown] id="b402bf74"
@@ -1489,9 +1505,13 @@ print(f"  share of the 6 layers: attention {parts['attention per layer'] / layer
 
 # %% id="3244e4ed"
 print(f"{'h':>3}{'d_k':>6}{'formula (biases)':>18}{'nn.MultiheadAttention':>23}{'no biases':>12}")
+counted = set()
 for h in [1, 2, 4, 8, 16]:
     module = nn.MultiheadAttention(512, h, device="meta")
+    counted.add(n_params(module))
     print(f"{h:>3}{512 // h:>6}{attention_params(512, h):>18,}{n_params(module):>23,}{attention_params(512, h, bias=False):>12,}")
+claims.claim(f"nn.MultiheadAttention(512, h) holds {counted.pop():,} parameters for every h from 1 to 16",
+             holds=len(counted) == 0 and all(attention_params(512, h) == attention_params(512, 1) for h in [1, 2, 4, 8, 16]))
 
 
 # %% [markdown] id="7022f34d"
