@@ -38,6 +38,10 @@
 # 6. look at heads that each implement one recognisable pattern: previous token, duplicate token,
 #    delimiter, rare word, and design the probe that tells them apart.
 #
+# **Time.** About 5 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function or class with a docstring that states what goes
 # in and what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell
 # below it: its messages say what was expected and what came back. When the notebook is graded, further
@@ -1175,7 +1179,20 @@ plt.show()
 #    on sentences where the phenomenon matters, against sentences where it does not.)
 #
 # The cell below runs this design on the four hand-set heads with 300 random sentences of the same form, and
-# checks that it recovers the job of each head. For a linguistic phenomenon such as subject-verb agreement the
+# checks that it recovers the job of each head.
+#
+# **Predict before you run.** The delimiter head looks at `<s>` and `.`: what does it score on the
+# *previous-token* probe, compared with the uniform baseline? And which head scores highest on the delimiter probe
+# besides head 3?
+#
+# <details><summary>Answer</summary>
+#
+# Below the baseline: a query whose previous token is not a delimiter gets almost nothing from head 3 there,
+# while uniform attention spreads some mass on every key, the previous one included. Besides head 3, the
+# duplicate-token head scores highest on the delimiter probe, above the baseline: it falls back on `<s>`, the sink,
+# whenever a word has no twin. A probe score alone is not a job description, which is why the design compares
+# each head's score with the other heads' and with the baseline.
+# </details> For a linguistic phenomenon such as subject-verb agreement the
 # design is the same, with minimal pairs as inputs (*the key to the cabinets **is*** / *the keys to the cabinet
 # **are***) and the mass from the verb on its subject as the score.
 
@@ -1531,6 +1548,16 @@ claims.claim(f"nn.MultiheadAttention(512, h) holds {counted.pop():,} parameters 
 # the crossover for memory, and for the FLOPs of one head against one head's share of the projections, not for
 # the whole layer's compute.) The functions below do the arithmetic for a 4096-wide model with 32 heads,
 # the shape of a 7-billion-parameter model, at $T = 4096$ in fp16 (2 bytes per number).
+#
+# **Predict before you run.** For that model at $T = 4096$: how many bytes do one layer's attention matrices take
+# for one sequence, and is the attention core's time already larger than the projections'?
+#
+# <details><summary>Answer</summary>
+#
+# $h\,T^2 \cdot 2 = 32 \cdot 4096^2 \cdot 2 = 2^{30}$ bytes, 1 GiB per layer and sequence, where one activation of
+# the sequence takes $T d \cdot 2$ bytes, 32 MiB. The time is not: at $T = d$ the core's $2T^2d$ is half the
+# projections' $4Td^2$, and it catches up only at $T = 2d$. The cell prints both.
+# </details>
 
 # %% id="5f6c93ad"
 def attention_matrix_bytes(T, n_head, bytes_per_value=2):
