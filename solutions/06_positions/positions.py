@@ -880,10 +880,13 @@ except IndexError as error:
 # %% [markdown] id="a0eeb0bf"
 # Even the rows that exist are only trained as far as the training sequences reach: a model trained on
 # 128-token texts with $T_\max = 1024$ has 896 rows that no gradient ever reaches. What becomes of them depends on
-# the optimiser. Under SGD or Adam (section 8's experiment uses Adam) they keep their random initial values. Under
-# **AdamW with weight decay on the table**, the optimiser of notebook 08 (it decays every matrix, embedding tables
-# included), the decay is applied to every parameter at every step, gradient or not: each step multiplies an unused
-# row by $(1 - \text{lr} \cdot \lambda)$, so those rows shrink towards 0 and carry no information either way. Work-arounds
+# the optimiser. Under SGD or Adam (section 8's experiment uses Adam) they keep their random initial values. AdamW
+# adds **decoupled weight decay**: besides the Adam step computed from the gradient, every step multiplies each
+# decayed parameter by $(1 - \text{lr} \cdot \lambda)$, whatever its gradient (notebook 09 writes the update out).
+# Whether embedding tables are decayed at all is a convention that recipes disagree on: nanoGPT, and notebook 08
+# after it, decays every matrix, embedding tables included; many other recipes exempt embeddings (notebook 09
+# discusses the choice). Where the table **is** decayed, an unused row is multiplied by $(1 - \text{lr} \cdot \lambda)$ at
+# every step, so those rows shrink towards 0 and carry no information either way. Work-arounds
 # (clamping every position to $T_\max - 1$, interpolating the table) run, but feed the model codes it never
 # learned to read. Section 8 tries clamping.
 #
