@@ -157,7 +157,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from IPython.display import Markdown, display
 
-from utils import plotting
+from utils import claims, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -227,6 +227,10 @@ for word in vocab:
     print(f"{word:>5}: 'dog bites man' {ya[:3]}   'man bites dog' {yb[:3]}   max difference {(ya - yb).abs().max():.1e}")
 print(f"\noutput at position 0: {out_a[0, :3]} vs {out_b[0, :3]}")
 print("sentence vector (mean of the outputs) equal:", torch.allclose(out_a.mean(0), out_b.mean(0), atol=1e-6))
+same_word = max((out_a[a_words.index(w)] - out_b[b_words.index(w)]).abs().max().item() for w in vocab)
+claims.claim(f"Each word gets the same output in both sentences (largest difference {same_word:.0e}), while position 0's "
+             f"outputs differ by {(out_a[0] - out_b[0]).abs().max().item():.2f}",
+             holds=same_word < 1e-5 and (out_a[0] - out_b[0]).abs().max().item() > 0.1)
 
 # %% [markdown] id="011bcc82"
 # Each word gets the same output in both sentences: who bites whom is invisible. No amount of training
@@ -552,6 +556,9 @@ out_a, out_b = one_head_with_positions(a_words), one_head_with_positions(b_words
 for word in vocab:
     ya, yb = out_a[a_words.index(word)], out_b[b_words.index(word)]
     print(f"{word:>5}: max difference between the two sentences {(ya - yb).abs().max():.3f}")
+smallest = min((out_a[a_words.index(w)] - out_b[b_words.index(w)]).abs().max().item() for w in vocab)
+claims.claim(f"With the encoding added, every word's output changes with the word order (by {smallest:.2f} at least)",
+             holds=smallest > 0.05, why_it_may_not="your sinusoidal_encoding differs")
 
 # %% [markdown] id="1cdc353a"
 # ### Why many frequencies: an MLP that memorises an image
@@ -614,6 +621,9 @@ for ax in axes:
     ax.axis("off")
 plt.show()
 print(f"(both fits: {time.perf_counter() - start:.1f} s, 300 full-batch Adam steps each, same 2 x 64 hidden units)")
+errors = {label: (r - image).pow(2).mean().item() for label, r in reconstructions.items()}
+claims.claim(f"Sinusoidal features cut the squared error {errors['raw (x, y)'] / errors['sinusoidal features of x and y']:.0f}-fold "
+             f"against raw coordinates", holds=errors["raw (x, y)"] > 5 * errors["sinusoidal features of x and y"])
 
 # %% [markdown] id="a6a1f8dc"
 # The raw-coordinate network returns a smeared version of the picture; the one that reads sines and cosines
@@ -839,6 +849,10 @@ M = offset_rotation(7, d_model, dtype=torch.float64)
 for t in [0, 50, 300]:
     print(f"t = {t:>3}: max |M(7) PE(t) - PE(t+7)| = {(M @ pe[t] - pe[t + 7]).abs().max():.1e}")
 print(f"M M^T = I: {torch.allclose(M @ M.T, torch.eye(d_model, dtype=torch.float64))}, det M = {torch.linalg.det(M):.6f}")
+worst = max((M @ pe[t] - pe[t + 7]).abs().max().item() for t in range(0, 393))
+claims.claim(f"M(7) maps PE(t) to PE(t + 7) for every t from 0 to 392 (largest error {worst:.0e}), and is a rotation",
+             holds=worst < 1e-10 and torch.allclose(M @ M.T, torch.eye(d_model, dtype=torch.float64))
+             and abs(torch.linalg.det(M).item() - 1) < 1e-9, why_it_may_not="your sinusoidal_encoding differs")
 
 offsets = torch.arange(0, 100)
 fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -913,12 +927,17 @@ def train_rows_0_to_7(optimizer_name, steps=300, lr=1e-2, weight_decay=0.1):
 
 
 steps, lr, weight_decay = 300, 1e-2, 0.1
+unused_rows = {}
 for name in ["Adam", "AdamW"]:
-    ratio, moved = train_rows_0_to_7(name, steps, lr, weight_decay)
+    unused_rows[name] = ratio, moved = train_rows_0_to_7(name, steps, lr, weight_decay)
     print(f"{name:>5}: unused rows 8..15 after {steps} steps: length {ratio:.3f} x their initial length "
           f"(largest change of an entry {moved:.2e})")
 print(f"AdamW prediction (1 - lr * weight_decay) ** steps = (1 - {lr} * {weight_decay}) ** {steps} = "
       f"{(1 - lr * weight_decay) ** steps:.3f}")
+adam, adamw = unused_rows["Adam"], unused_rows["AdamW"]
+claims.claim(f"Under Adam the unused rows do not move (largest change {adam[1]:.0e}); under AdamW they shrink to {adamw[0]:.3f} "
+             f"of their length, the decay's (1 - lr * weight_decay) ** steps", holds=adam[1] == 0
+             and abs(adamw[0] - (1 - lr * weight_decay) ** steps) < 1e-3)
 
 # %% [markdown] id="5173fee5"
 # ## 6. RoPE: rotate the queries and keys
@@ -1251,8 +1270,13 @@ rows = torch.zeros(T, d, dtype=torch.float64)
 for rope in [apply_rope, rope_half_split]:
     qs = rope(rows.index_copy(0, torch.tensor([5, 10]), torch.stack([q, q])))
     ks = rope(rows.index_copy(0, torch.tensor([12, 17]), torch.stack([k, k])))
+    backwards = rope(rows.index_copy(0, torch.tensor([12]), q[None]))[12] @ rope(rows.index_copy(0, torch.tensor([5]), k[None]))[5]
     print(f"{rope.__name__:>15}: score(5, 12) = {qs[5] @ ks[12]:.6f}, score(10, 17) = {qs[10] @ ks[17]:.6f}, "
-          f"score(12, 5) = {rope(rows.index_copy(0, torch.tensor([12]), q[None]))[12] @ rope(rows.index_copy(0, torch.tensor([5]), k[None]))[5]:.6f}")
+          f"score(12, 5) = {backwards:.6f}")
+    claims.claim(f"{rope.__name__}: moving both positions along leaves the score as it was "
+                 f"(difference {abs(qs[5] @ ks[12] - qs[10] @ ks[17]).item():.0e}); swapping them changes it by "
+                 f"{abs(qs[5] @ ks[12] - backwards).item():.2f}", holds=abs(qs[5] @ ks[12] - qs[10] @ ks[17]).item() < 1e-9
+                 and abs(qs[5] @ ks[12] - backwards).item() > 0.1, why_it_may_not="your apply_rope differs")
 
 # %% [markdown] id="de536cbf"
 # The last column is the score with the query *after* the key by the same distance: a different number.
@@ -1275,6 +1299,8 @@ ax.set_ylabel(r"score $q^\top R_\Delta k$")
 ax.set_title("RoPE score for q = k = (1, ..., 1), d = 64")
 plt.show()
 print(f"score at offsets 0, 1, 10, 100: {[round(v, 2) for v in score_vs_offset[[0, 1, 10, 100]].tolist()]}")
+claims.claim(f"The score is largest at offset 0 ({score_vs_offset[0].item():.1f}) and every offset past 0 scores less "
+             f"(at most {score_vs_offset[1:].max().item():.2f})", holds=score_vs_offset[1:].max() < score_vs_offset[0])
 
 # %% [markdown] id="257a31d3"
 # ## 7. ALiBi: a distance penalty on the scores
