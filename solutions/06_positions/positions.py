@@ -31,6 +31,10 @@
 # 7. **An experiment**: four tiny models, one per scheme, trained on short sequences and tested on
 #    sequences two and four times longer, and the comparison table built from what they measured.
 #
+# **Time.** About 15 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; the longest cell, section 8's eight small models, takes about 8 seconds. On
+# a GPU: untimed (nothing here needs one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -1536,6 +1540,18 @@ print("head 1, query 11: weight on keys 11, 10, 9:", weights[0, 11, [11, 10, 9]]
 # arg-max prediction, over positions that have an answer) on fresh sequences of length 16, 32 (2×) and
 # 64 (4×). The models are so small that they run on the CPU even where a GPU is available, about two
 # seconds each. Each result is the outcome of one seed, so differences of a few points mean little.
+#
+# **Predict before you run.** At 4× the training length, which scheme do you expect to do best on *copy*, and
+# which on *most recent marker*? Can ALiBi, whose bias always favours the nearest key, do *copy* at all?
+#
+# <details><summary>Answer</summary>
+#
+# RoPE on copy (an exact offset is a fixed rotation, the same at every position) and ALiBi on the marker task
+# (recency is its built-in bias); the absolute schemes fall past the training length on both. ALiBi does copy
+# only in part: several heads with different slopes and the content scores get a fraction of the answers right,
+# well above chance and the same at every length, but no head can single out "exactly 3 back". The claims
+# printed by the cell check all of this on this run.
+# </details>
 
 # %% id="2ca8480f"
 class TinyAttention(nn.Module):
