@@ -831,6 +831,12 @@ print("FeedForward: hidden tests (edge cases) passed")
 # input through unchanged, its output is always standardised.
 # </details>
 #
+# **An exercise in stacking.** Once your `PreLNBlock` passes its tests, stack four of them with $d = 64$, $h = 4$ and
+# $d_\text{ff} = 256$ (`nn.Sequential` will do), pass a random batch of shape $(2, 12, 64)$ (batch 2, length 12) through
+# the stack, and check two things: the output has the input's shape, and after `out.sum().backward()` every
+# parameter holds a gradient (`all(p.grad is not None for p in stack.parameters())`). The cell after Exercise 4
+# does it, and the hidden tests run the same check on your blocks.
+#
 # **Parameter layout.** The hidden tests build your block, load a `state_dict` into it and compare with a
 # block assembled from `nn.LayerNorm`, `nn.MultiheadAttention` and `nn.Linear`, so the names are part of the
 # contract:
@@ -999,7 +1005,7 @@ checks.assert_close(block(x7, causal=True), reference(sd, x7, 2, 32, "gelu", Tru
                     name="PreLNBlock(8, 2)(x, causal=True) on T = 7 after calls with T = 5",
                     hint="Build the mask from this call's T; a mask kept from an earlier call has the wrong size.")
 
-# The exercise from the text: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
+# The stacking exercise of section 4: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
 stack = probes.make("torch.nn.Sequential", *[PreLNBlock(64, 4) for _ in range(4)])
 result = probes.gradients(stack, torch.randn(2, 12, 64, generator=g).requires_grad_())
 checks.assert_tensor(result["output"], name="four stacked PreLNBlock(64, 4) on a (2, 12, 64) input", shape=(2, 12, 64),
@@ -1351,7 +1357,7 @@ checks.assert_close(block(x7, causal=True), reference(sd, x7, 2, 32, "gelu", Fal
                     name="PostLNBlock(8, 2)(x, causal=True) on T = 7 after calls with T = 5",
                     hint="Build the mask from this call's T; a mask kept from an earlier call has the wrong size.")
 
-# The exercise from the text: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
+# The stacking exercise of section 4: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
 stack = probes.make("torch.nn.Sequential", *[PostLNBlock(64, 4) for _ in range(4)])
 result = probes.gradients(stack, torch.randn(2, 12, 64, generator=g).requires_grad_())
 checks.assert_tensor(result["output"], name="four stacked PostLNBlock(64, 4) on a (2, 12, 64) input", shape=(2, 12, 64),
@@ -1550,9 +1556,9 @@ print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="542e46fc"
-# Your two blocks against each other on the same weights, and the exercise from the text: four Pre-LN blocks
-# with $d = 64$, $h = 4$, $d_\text{ff} = 256$ on a batch of shape $(2, 12, 64)$. The output keeps the shape, and
-# after one backward pass every one of the $4 \times 12$ parameter tensors holds a gradient.
+# Your two blocks against each other on the same weights, and the stacking exercise posed in section 4: four
+# Pre-LN blocks with $d = 64$, $h = 4$, $d_\text{ff} = 256$ on a batch of shape $(2, 12, 64)$, one backward pass of
+# the output's sum, and a look at which of the $4 \times 12$ parameter tensors received a gradient.
 
 # %% id="bc1f01cb"
 torch.manual_seed(0)
