@@ -188,6 +188,17 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # the stream itself is never normalised inside the block (a GPT-style model applies one final LayerNorm
 # after the last block). In Post-LN the sum is normalised after every sublayer, so the stream is reset to
 # unit scale twice per block. Section 5 measures what this difference does to gradients.
+#
+# **Two statements in circulation are wrong.** A one-line form of the Post-LN block that some texts print,
+# $h^{(\ell+1)} = \operatorname{LN}\big(h^{(\ell)} + \operatorname{FFN}(\operatorname{LN}(h^{(\ell)} + \operatorname{MHA}(h^{(\ell)})))\big)$,
+# adds the FFN's output to the block's *input* $h^{(\ell)}$. In the block as built (and as the 2017 paper defines
+# it) the FFN's residual is the intermediate $x' = \operatorname{LN}(h^{(\ell)} + \operatorname{MHA}(h^{(\ell)}))$ that the
+# FFN reads, as in the right-hand equations above; the printed form throws the attention sublayer's contribution
+# out of the stream except through the FFN. And a common explanation of why Pre-LN trains more easily says that in
+# Post-LN "the residual stream accumulates unnormalised updates" until it has a very large magnitude. That is the
+# reverse of what happens: Post-LN normalises the sum after every sublayer, so its stream *cannot* grow, while it is
+# Pre-LN's stream that accumulates un-normalised updates. Section 5 measures both streams, and gives the reason
+# that holds up (Xiong et al., 2020): where the gradients of the top layers sit at initialisation.
 
 # %% [markdown] id="c2eec8fb"
 # ## 2. Layer normalisation
@@ -1762,12 +1773,17 @@ print(f"top 4 layers: Post-LN's gradients are {mean(post_param[-4:]) / mean(pre_
 # * **Post-LN** resets the stream to unit size after every sublayer (left, flat at 1), and its parameter
 #   gradients are about the same size at every depth (right: noisy, no trend). At this depth and initialisation
 #   the $2L$ LayerNorms on the highway neither kill nor amplify the gradient on its way down.
-# * **Pre-LN** lets the stream grow as the updates accumulate (left: its RMS rises about fourfold), and its
-#   parameter gradients **fall with depth** in step: each later sublayer reads its input through a LayerNorm
-#   that divides by an ever larger stream, so its effect on the loss, and its gradient, is scaled down.
+# * **Pre-LN** lets the stream grow as the updates accumulate (left: its RMS rises severalfold, the claim above
+#   gives the factor), and its parameter gradients **fall with depth** in step: each later sublayer reads its input
+#   through a LayerNorm that divides by an ever larger stream, so its effect on the loss, and its gradient, is
+#   scaled down.
 #
-# So the difference sits at the top of the stack: there Post-LN's gradients are several times larger than
-# Pre-LN's, and in deeper Post-LN models they stay that large, while Pre-LN's shrink as layers are added.
+# This is where the explanation quoted in section 1 goes wrong. It has Post-LN's residual stream "accumulating
+# unnormalised updates" to a large magnitude; the left panel shows Post-LN's stream flat at 1 and Pre-LN's the one
+# that grows. Whatever makes Post-LN hard to train, it is not the size of its stream. What the right panel shows is
+# the reason that holds up: the difference sits at the top of the stack, where Post-LN's gradients are several
+# times larger than Pre-LN's, and in deeper Post-LN models they stay that large, while Pre-LN's shrink as layers
+# are added.
 # Xiong et al. (2020) worked this out: with Post-LN the gradients of the last layers at initialisation do not
 # decrease with depth, so a full learning rate from step 0 makes them take steps that are too large, and
 # training diverges unless the learning rate is **warmed up** over the first thousands of steps (the original
