@@ -267,7 +267,7 @@ print("constant vector:", ((c - c.mean()) / torch.sqrt(((c - c.mean()) ** 2).mea
 # %% [markdown] id="5340efb1"
 # ### Exercise 1: `LayerNorm` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (shapes, eps values and dtypes against F.layer_norm, a non-contiguous input, nearly constant rows, a large common offset), 1 hidden (edge cases: the initial parameters and the eps attribute, d_model = 1 and constant rows, gradients, the input left unchanged).*
+# *Points: 1 visible, 2 hidden (shapes, eps values and dtypes against F.layer_norm, a non-contiguous input, nearly constant rows, a large common offset), 1 hidden (edge cases: the initial parameters and the eps attribute, an integer eps, d_model = 1 and constant rows, gradients, the input left unchanged).*
 #
 # Write LayerNorm as an `nn.Module` that is a drop-in replacement for `nn.LayerNorm(d_model, eps=eps)`: same
 # parameter names and shapes (so the same `state_dict` loads into both) and the same outputs. Compute the
@@ -290,7 +290,10 @@ class LayerNorm(nn.Module):
       Parameters (the same names and shapes as nn.LayerNorm, so one state_dict loads into both):
         weight: nn.Parameter of shape (d_model,), initialised to ones  (gamma, the per-feature scale);
         bias:   nn.Parameter of shape (d_model,), initialised to zeros (beta, the per-feature shift).
-      No other parameters. eps is a plain float attribute named eps, as in nn.LayerNorm (not a parameter).
+      No other parameters. eps: a positive number, float or int; an int is accepted and means the same float
+      (LayerNorm(d, eps=1) computes exactly what LayerNorm(d, eps=1.0) does), as in nn.LayerNorm. It is kept as a
+      plain Python number in the attribute eps (not a parameter, not a tensor): a float eps as that float; an int
+      either as given or as float(eps), both are fine.
 
     forward(x):
         x: floating tensor of shape (..., d_model), any number of leading axes (also none), contiguous
@@ -430,7 +433,7 @@ print("LayerNorm: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="5425b23e" nbgrader={"grade": true, "grade_id": "test_LayerNorm_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for LayerNorm (edge cases: the initial parameters, d_model = 1 and constant rows, gradients, the input left unchanged) run when your notebook is graded.
+# Hidden tests for LayerNorm (edge cases: the initial parameters, an integer eps, d_model = 1 and constant rows, gradients, the input left unchanged) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 import torch.nn.functional as F
@@ -453,6 +456,22 @@ for args, eps in [((9,), 1e-5), ((9, 0.25), 0.25)]:
     checks.assert_true(type(eps_seen) is float and eps_seen == eps, name=f"LayerNorm{args}.eps",
                        problem=f"expected the float {eps}, got {eps_seen!r}.",
                        hint="Store the argument as self.eps = eps, a plain float, as nn.LayerNorm does.")
+
+# An integer eps is accepted and means the same float (nn.LayerNorm(2, eps=1) works): eps = 1 gives +-1/sqrt(2) here,
+# and the attribute holds the number 1 (the int as given, or 1.0).
+try:
+    ln = LayerNorm(2, eps=1)
+except (TypeError, ValueError, AssertionError) as error:
+    checks.assert_true(False, name="LayerNorm(2, eps=1)",
+                       problem=f"the call raised {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}",
+                       hint="eps may be an int, as in nn.LayerNorm(2, eps=1): accept it and use it as a number.")
+x = torch.tensor([[-1.0, 1.0], [3.0, 5.0]])
+checks.assert_close(ln(x), F.layer_norm(x, (2,), eps=1.0), atol=1e-6, name="LayerNorm(2, eps=1) (an int eps)",
+                    hint="An int eps means the same number as a float: (x - mu) / sqrt(var + 1).")
+eps_seen = ln.eps
+checks.assert_true(type(eps_seen) in (int, float) and eps_seen == 1, name="LayerNorm(2, eps=1).eps",
+                   problem=f"expected the number 1 (int or float), got {eps_seen!r}.",
+                   hint="Keep eps as a plain Python number: self.eps = eps (or float(eps)), not a tensor or a parameter.")
 
 # d_model = 1 and constant rows give the bias.
 ln = LayerNorm(1)
