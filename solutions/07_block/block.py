@@ -159,6 +159,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from utils import claims
+
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown] id="caa386fa"
@@ -541,11 +543,18 @@ base = torch.randn(1, 512, generator=torch.Generator().manual_seed(0), dtype=tor
 base = (base - base.mean()) / base.std(correction=0)            # spread exactly 1
 ours = LayerNorm(512).double()
 print(f"{'sigma':>8} {'sqrt(var + eps)':>17} {'sigma + eps':>13} {'max |difference|':>18}")
+spread = {}
 for sigma in [1.0, 0.1, 0.01, 0.003, 0.001, 0.0001]:
     x = 7.0 + sigma * base
     with torch.no_grad():
         a, b = ours(x), sigma_plus_eps_norm(x)
+    spread[sigma] = (a.std(correction=0).item(), b.std(correction=0).item())
     print(f"{sigma:>8g} {a.std(correction=0).item():>17.4f} {b.std(correction=0).item():>13.4f} {(a - b).abs().max().item():>18.2e}")
+claims.claim(f"At sigma = 1 the two forms give spreads {spread[1.0][0]:.4f} and {spread[1.0][1]:.4f}; at sigma = 1e-3 "
+             f"the square-root form gives {spread[0.001][0]:.2f} and sigma + eps {spread[0.001][1]:.2f}, "
+             f"{spread[0.001][1] / spread[0.001][0]:.1f} times more",
+             holds=abs(spread[1.0][0] - spread[1.0][1]) < 1e-3 and abs(spread[0.001][0] - 0.30) < 0.02
+             and abs(spread[0.001][1] - 0.99) < 0.01, why_it_may_not="your LayerNorm differs from nn.LayerNorm")
 with torch.no_grad():
     x = torch.randn(4, 64, dtype=torch.float64)
     print("\nyour LayerNorm against nn.LayerNorm on random data: max |difference| =",
@@ -1609,12 +1618,17 @@ for name, grad in grads[:12]:
     print(f"   {name:24} {str(tuple(grad.shape)):12} gradient norm {grad.norm():.3g}")
 key_bias = [block.attn.in_proj_bias.grad[64:128].abs().max().item() for block in stack]
 print("largest |gradient| in the key part of attn.in_proj_bias, per block:", [f"{v:.0e}" for v in key_bias])
+smallest_norm = min(grad.norm().item() for _, grad in grads)
+claims.claim(f"The stack keeps the shape {tuple(out.shape)} and all {len(grads)} parameter tensors hold a gradient; the key "
+             f"part of attn.in_proj_bias gets at most {max(key_bias):.0e}, while the smallest whole tensor's gradient norm "
+             f"is {smallest_norm:.2g}", holds=out.shape == x.shape and len(grads) == 48
+             and all(g is not None for _, g in grads) and max(key_bias) < 1e-4 * smallest_norm)
 
 
 # %% [markdown] id="704ce223"
 # The last line is worth a second look: the gradient of `attn.in_proj_bias` is not zero, but the part of it
-# that belongs to the **keys** (entries $d$ to $2d$) is zero up to rounding (about $10^{-7}$, against gradient
-# norms of 10 to 500 elsewhere), in every block and at every step.
+# that belongs to the **keys** (entries $d$ to $2d$) is zero up to rounding (the claim above compares it with the
+# gradient norms elsewhere), in every block and at every step.
 # Adding the same vector $b_K$ to every key adds $q_i \cdot b_K$ to every score of query $i$, the same number
 # for all keys, and softmax ignores a constant shift. The key bias is a parameter that can never learn
 # (some implementations drop it).
@@ -1710,6 +1724,13 @@ print("  without residuals:", "  ".join(f"{plain_grad[i]:.2e}" for i in (0, 6, 1
 ratio_to_top = [v / res_grad[-1] for v in res_grad]
 print(f"with residuals, smallest gradient norm / the top's: {min(ratio_to_top):.2f}; "
       f"layer 0 / the top (layer {L - 1}): {ratio_to_top[0]:.1f}x over {L} layers")
+zero_layers = sum(v == 0 for v in plain_grad)
+bottom_half = max(plain_grad[:L // 2]) / plain_grad[-1]
+claims.claim(f"Without residuals the gradient is exactly 0 at the bottom {zero_layers} of the {L} layers, and over the "
+             f"bottom half at most {bottom_half:.0e} times the top's; with residuals it never falls below the top's "
+             f"({min(ratio_to_top):.2f} at least) and is {ratio_to_top[0]:.1f} times the top's at layer 0",
+             holds=plain_grad[0] == 0 and all(v == 0 for v in plain_grad[:zero_layers]) and bottom_half < 1e-10
+             and min(ratio_to_top) >= 1 and ratio_to_top[0] > 10)
 
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.semilogy(range(L), res_grad, "o-", label="x + F(x): with residuals")
@@ -1724,9 +1745,10 @@ plt.show()
 
 # %% [markdown] id="fcab3a8a"
 # With residuals the gradient changes smoothly (the factor between layer 0 and the top is printed above, more than one
-# order of magnitude in this run), and it grows towards the input rather than shrinking: every layer's own path adds its share to the identity path. Without them it falls by orders of
-# magnitude per few layers and reaches exactly zero in float32: the bottom half of that network cannot learn at
-# all, whatever the learning rate. This is the "gradient highway": the chain of additions gives every layer a
+# order of magnitude in this run), and it grows towards the input rather than shrinking: every layer's own path adds
+# its share to the identity path. Without them it falls by orders of magnitude per few layers and reaches exactly
+# zero in float32: the bottom layers of that network (the claim counts them) cannot learn at all, whatever the
+# learning rate, and the rest of its bottom half gets a gradient more than ten orders of magnitude below the top's. This is the "gradient highway": the chain of additions gives every layer a
 # direct line to the loss.
 #
 # ### Pre-LN against Post-LN at initialisation
@@ -1784,6 +1806,14 @@ for label, rms, grad in [("Pre-LN", pre_rms, pre_param), ("Post-LN", post_rms, p
     print(f"{label:8} stream RMS layer 0 -> 23: {rms[0]:.2f} -> {rms[-1]:.2f};   mean parameter gradient, "
           f"bottom 4 layers {mean(grad[:4]):.2f}, top 4 layers {mean(grad[-4:]):.2f} (top / bottom = {mean(grad[-4:]) / mean(grad[:4]):.2f})")
 print(f"top 4 layers: Post-LN's gradients are {mean(post_param[-4:]) / mean(pre_param[-4:]):.1f} times Pre-LN's")
+post_trend = mean(post_param[-4:]) / mean(post_param[:4])
+pre_trend = mean(pre_param[-4:]) / mean(pre_param[:4])
+claims.claim(f"Post-LN's stream stays between {min(post_rms):.2f} and {max(post_rms):.2f} RMS while Pre-LN's grows "
+             f"{pre_rms[-1] / pre_rms[0]:.1f}-fold; Pre-LN's gradients fall with depth (top / bottom {pre_trend:.2f}), "
+             f"Post-LN's show no such fall ({post_trend:.2f}), and at the top Post-LN's are "
+             f"{mean(post_param[-4:]) / mean(pre_param[-4:]):.1f} times Pre-LN's",
+             holds=max(abs(r - 1) for r in post_rms[1:]) < 0.05 and pre_rms[-1] / pre_rms[0] > 2.5
+             and pre_trend < 0.5 and 0.5 < post_trend < 2 and mean(post_param[-4:]) / mean(pre_param[-4:]) > 2)
 
 
 # %% [markdown] id="6721abe4"
