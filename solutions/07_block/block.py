@@ -36,6 +36,10 @@
 # 5. compare decoder-only, encoder-only and encoder-decoder models, and count GPT-2 small's
 #    124,439,808 parameters, by formula and on a model built without allocating any memory.
 #
+# **Time.** About 5 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function or class with a docstring that states what goes
 # in and what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell
 # below it: its messages say what was expected and what came back. When the notebook is graded, further
@@ -1763,6 +1767,18 @@ plt.show()
 # input, the regime where the two placements differ most) and the same loss as above (the Pre-LN stack gets
 # its final LayerNorm). Left: the size of the residual stream entering each layer. Right: the norm of the
 # gradient of each layer's parameters, what an optimiser step is made of.
+#
+# **Predict before you run.** Which of the two streams grows with depth? And at the top of the stack, whose
+# parameter gradients are larger? (Section 1 quoted an explanation that says Post-LN's stream grows: test it.)
+#
+# <details><summary>Answer</summary>
+#
+# Pre-LN's stream grows: each sublayer adds an update of about the size of the normalised copy it read, and
+# nothing ever rescales the sum. Post-LN's stream is normalised after every sublayer and stays at unit size,
+# the opposite of the quoted explanation. At the top, Post-LN's gradients are the larger ones: in Pre-LN each
+# later sublayer reads its input through a LayerNorm that divides by an ever larger stream, so its effect on the
+# loss, and its gradient, shrinks with depth. The cell prints both ratios.
+# </details>
 
 # %% id="aaac159c"
 def unit_scale_init(blocks, seed=0):
