@@ -30,6 +30,10 @@
 # 6. **Decoding:** greedy choice versus sampling with a temperature, and the generation loop that
 #    turns a model into a text generator.
 #
+# **Time.** About 5 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -153,7 +157,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from utils import corpus, plotting
+from utils import claims, corpus, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -1227,6 +1231,17 @@ print("bigram_log_probs: hidden tests (edge cases) passed")
 # once. We compare with two baselines: the **uniform** model (perplexity exactly $V$) and the **unigram**
 # model, which ignores the context and predicts every character with its overall frequency (add-$\alpha$
 # smoothed too).
+#
+# **Predict before you run.** Without smoothing ($\alpha = 0$), what is the bigram model's perplexity on the
+# validation text? And as $\alpha$ grows, what happens to the perplexity on the *training* text?
+#
+# <details><summary>Answer</summary>
+#
+# Infinite, as soon as one validation pair never occurs in the training text: that pair gets probability 0,
+# its log-probability is $-\infty$, and one infinite term makes the mean infinite (the cell counts such pairs).
+# On the training text the perplexity only rises with $\alpha$: the unsmoothed table is the one that fits the
+# training counts best, and smoothing moves probability away from them.
+# </details>
 
 # %% id="cell-040"
 def model_perplexity(log_probs, ids):
@@ -1253,6 +1268,11 @@ ax.set_ylabel("perplexity (lower is better)")
 ax.set_title(rf"Add-$\alpha$ bigram model; best validation $\alpha$ = {best_alpha:.3g}")
 ax.legend()
 plt.show()
+claims.claim(f"Without smoothing the validation perplexity is infinite ({unseen} unseen pairs); more smoothing raises "
+             f"the training perplexity at every alpha tried ({train_ppl[0]:.2f} -> {train_ppl[-1]:.2f}), while the "
+             f"validation perplexity is lowest inside the range, at alpha = {best_alpha:.3g} ({min(val_ppl):.2f})",
+             holds=unseen > 0 and all(a < b for a, b in zip(train_ppl, train_ppl[1:]))
+             and alphas[0] < best_alpha < alphas[-1])
 
 # %% [markdown] id="cell-041"
 # More smoothing always hurts on the training text (it moves probability away from what was seen there),
@@ -1279,10 +1299,15 @@ results = {
 print(f"{'model':<34}{'val perplexity':>16}{'bits/char':>11}")
 for name, ppl in results.items():
     print(f"{name:<34}{ppl:>16.2f}{math.log2(ppl):>11.2f}")
+uniform_ppl, unigram_ppl, bigram_ppl = results.values()
+claims.claim(f"One previous character divides the perplexity by {unigram_ppl / bigram_ppl:.1f} against the character "
+             f"frequencies and by {uniform_ppl / bigram_ppl:.1f} against knowing nothing",
+             holds=unigram_ppl / bigram_ppl > 2 and uniform_ppl / bigram_ppl > 5)
 
 # %% [markdown] id="cell-043"
 # Conditioning on a single previous character cuts the perplexity several-fold compared with the
-# character frequencies alone, and by an order of magnitude compared with knowing nothing. Where does the
+# character frequencies alone, and close to an order of magnitude compared with knowing nothing (the
+# factors are printed above). Where does the
 # model hesitate? The **surprisal** $-\log_2 P(c_i \mid c_{i-1})$ of each character of our sentence, in bits:
 
 # %% id="cell-044"
@@ -1304,6 +1329,9 @@ print("most surprising:", ", ".join(f"{p!r} {b:.1f}" for p, b in sorted(pairs, k
 print("under one bit:  ", ", ".join(dict.fromkeys(f"{p!r} {b:.2f}" for p, b in pairs if b < 1)))
 word_final = [b for (p, b) in pairs if p[1] == " "]
 print(f"a space after a word's last letter: {min(word_final):.1f} to {max(word_final):.1f} bits")
+cheap = sorted({p for p, b in pairs if b < 1})
+claims.claim(f"Only {' and '.join(map(repr, cheap))} cost less than one bit, and every word-final space costs more "
+             f"than one ({min(word_final):.1f} bits at least)", holds=cheap == ["Th", "he"] and min(word_final) > 1)
 
 # %% [markdown] id="cell-045"
 # The big surprises are the capital letters after a space (the printout names them) and rare pairs such
@@ -1351,9 +1379,11 @@ print(f"a space after a word's last letter: {min(word_final):.1f} to {max(word_f
 # * **Zero counts.** Where $C[a, b] = 0$ the ideal logit is $-\infty$: the minimum is approached, never
 #   attained, and gradient descent keeps pushing those logits down ever more slowly.
 # * **Rank.** $\operatorname{rank}(W_E W_U) \le d_\text{model}$. With $d_\text{model} \ge V$ every $V \times V$
-#   matrix is reachable and the bigram optimum can be reached. With $d_\text{model} < V$ the model must settle
-#   for the best matrix of rank at most $d_\text{model}$ (a low-rank, "compressed" bigram model), and
-#   its loss stays above the bigram's.
+#   matrix is reachable and the bigram optimum can be reached. The free constant per row buys one rank more:
+#   with $L = \log \hat P$ invertible, $\det(L + c\,\mathbf{1}^\top) = \det(L)\,(1 + \mathbf{1}^\top L^{-1} c)$, and a
+#   choice of $c$ makes it $0$, so some optimum has rank $V - 1$ and $d_\text{model} = V - 1$ reaches it too.
+#   With $d_\text{model} < V - 1$ the model must in general settle for the best matrix of rank at most
+#   $d_\text{model}$ (a low-rank, "compressed" bigram model), and its loss stays above the bigram's.
 
 # %% [markdown] id="508f7057"
 # ### Exercise 6: `ZeroLayerTransformer` (1 + 2 + 1 points)
@@ -1811,6 +1841,11 @@ plt.show()
 print(f"first loss {losses[0]:.3f}   (ln V = {math.log(V):.3f}, ln V + 1/2 = {math.log(V) + 0.5:.3f})")
 print(f"after {len(losses)} steps: whole training text {whole_text:.3f} nats;  bigram model {bigram_train_ce:.3f}, "
       f"unigram model {unigram_train_ce:.3f}")
+claims.claim(f"The first loss, {losses[0]:.3f}, is above ln V = {math.log(V):.3f}; after {len(losses)} steps the model "
+             f"({whole_text:.3f} nats) is below the unigram model ({unigram_train_ce:.3f}) by more than half the way "
+             f"to the bigram line ({bigram_train_ce:.3f})",
+             holds=losses[0] > math.log(V) and bigram_train_ce < whole_text
+             and unigram_train_ce - whole_text > (unigram_train_ce - bigram_train_ce) / 2)
 
 
 # %% [markdown] id="b1b674ad"
@@ -1819,6 +1854,16 @@ print(f"after {len(losses)} steps: whole training text {whole_text:.3f} nats;  b
 # model allows. Since the loss depends on the data only through the counts, one **full-batch** step costs a
 # $V \times V$ matrix product instead of a pass over 400,000 pairs (for a real transformer with a long context
 # nothing like this exists, and we sample minibatches as `train` does). We fit three widths with Adam.
+#
+# **Predict before you run.** Which of $d_\text{model} = V$, $8$ and $2$ reach the bigram model's loss, and in
+# what order do the others stop?
+#
+# <details><summary>Answer</summary>
+#
+# Only $d_\text{model} = V$ (with $V = 103$ characters, a width of 8 or 2 caps the rank of $W_E W_U$ far below
+# the $V - 1$ the optimum needs). The narrower, the higher the loss it stops at: $d_\text{model} = 2$ above
+# $d_\text{model} = 8$. Both still beat the unigram model, which needs rank 1 only.
+# </details>
 
 # %% id="cell-047"
 def train_zero_layer(counts, d_model, steps=200, lr=0.1, seed=0):
@@ -1859,6 +1904,11 @@ ax.legend()
 plt.show()
 for d, (_, _, losses) in models.items():
     print(f"d_model = {d:>3}: final training loss {losses[-1]:.4f}   (bigram model: {bigram_train_ce:.4f})")
+final = {d: losses[-1] for d, (_, _, losses) in models.items()}
+claims.claim(f"d_model = V ends {final[V] - bigram_train_ce:.4f} nats above the bigram model; d_model = 8 stops "
+             f"{final[8] - bigram_train_ce:.3f} above it and d_model = 2 {final[2] - bigram_train_ce:.3f}",
+             holds=final[V] - bigram_train_ce < 0.005 < final[8] - bigram_train_ce < final[2] - bigram_train_ce
+             and final[2] < unigram_train_ce)
 
 # %% [markdown] id="cell-048"
 # With $d_\text{model} = V$ the loss runs down to the bigram line; the narrow models stop above it, the
@@ -1893,6 +1943,9 @@ within_row = (offset - row_constant[:, None]).abs().nanmean().item()
 c = row_constant[~row_constant.isnan()]
 print(f"logits - log P(b|a): the row constants c_a range from {c.min().item():.2f} to {c.max().item():.2f}, "
       f"while within a row the differences deviate from c_a by {within_row:.3f} on average")
+claims.claim(f"The learned logits are the counted log-probabilities plus a constant per row: the constants spread over "
+             f"{(c.max() - c.min()).item():.1f} nats, the deviations from them average {within_row:.3f}",
+             holds=within_row < 0.02 and (c.max() - c.min()).item() > 1)
 
 # %% [markdown] id="cell-050"
 # With $d_\text{model} = V$ the points lie on the diagonal: gradient descent found the counted bigram
@@ -1909,6 +1962,8 @@ per_pair = F.cross_entropy(W_E[x] @ W_U, y)                      # (N, V) logits
 val_counts = bigram_counts(val_ids, V)
 from_counts = -(val_counts.float() / val_counts.sum() * torch.log_softmax(W_E @ W_U, dim=1)).sum()
 print(f"per pair: {per_pair.item():.5f}   from counts: {from_counts.item():.5f}")
+claims.claim(f"The counts formula gives the per-pair loss to {abs(per_pair - from_counts).item():.1e}",
+             holds=abs(per_pair - from_counts).item() < 1e-4)
 
 # %% [markdown] id="cell-052"
 # ## 6. Decoding: from a distribution to text
@@ -2420,7 +2475,11 @@ def decode(ids):
 
 
 prompt = torch.tensor([stoi["T"]])
-print("greedy :", repr(decode(generate(zero_layer, prompt, 60, 0, torch.Generator().manual_seed(0)))))
+greedy = decode(generate(zero_layer, prompt, 60, 0, torch.Generator().manual_seed(0)))
+print("greedy :", repr(greedy))
+period = next((p for p in range(1, 11) if greedy[-30:] == greedy[-30 - p:-p]), None)
+claims.claim(f"The greedy text ends in a loop that repeats every {period} characters",
+             holds=period is not None)
 for temperature in [0.5, 1.0, 2.0]:
     text_ids = generate(zero_layer, prompt, 60, temperature, torch.Generator().manual_seed(0))
     print(f"T = {temperature}:", repr(decode(text_ids)))
@@ -2440,8 +2499,8 @@ for temperature in [0.5, 1.0, 2.0]:
 # * A PyTorch model is a module with registered parameters and a forward pass; a training loop samples a
 #   batch, computes the loss, clears the old gradients, backpropagates and steps the optimizer.
 # * A zero-layer transformer (embedding → unembedding) can only learn a bigram model: the loss-minimising
-#   $W_E W_U$ is the table of bigram log-probabilities up to a constant per row (when $d_\text{model} \ge V$;
-#   a low-rank version otherwise).
+#   $W_E W_U$ is the table of bigram log-probabilities up to a constant per row (when $d_\text{model} \ge V - 1$,
+#   the constants buying one rank; in general a low-rank version otherwise).
 # * Decoding turns distributions into text, one token at a time, feeding each choice back in: greedy
 #   decoding loops, sampling varies, and the temperature sharpens ($T<1$) or flattens ($T>1$) the distribution.
 #

@@ -38,8 +38,11 @@
 # | 9 | `one_hot` | the embedding lookup as a matrix product | 1 + 3 |
 #
 # Each exercise has visible tests (run them) and hidden tests that run when the notebook is graded. A
-# few questions ask you to **predict before you run**: write your guess down, then open the answer. The
-# whole notebook runs on a laptop CPU in well under a minute.
+# few questions ask you to **predict before you run**: write your guess down, then open the answer.
+#
+# **Time.** About 10 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
 
 # %% id="setup" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
@@ -166,7 +169,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import HTML, display
 
-from utils import corpus
+from utils import claims, corpus
 
 
 def show_table(header, rows):
@@ -226,6 +229,16 @@ def prose_only(text):
 # table borders, no code blocks, whitespace collapsed), about 340 KB. We build each vocabulary from the
 # first 90% and measure on the last 10%, text the vocabulary has not seen. A "word" here is a
 # whitespace-separated string.
+#
+# **Predict before you run.** Which words of the running sentence does a word-level vocabulary built from the
+# Python documentation know? And roughly how many tokens per word does the character level cost?
+#
+# <details><summary>Answer</summary>
+#
+# None of the four: *researchers*, *fine-tune*, *large-scale* and *models* (as written, with the hyphens) do not
+# occur in that documentation. The character level costs the mean word length plus one for the space and a
+# little for punctuation: about six tokens per word for English prose. The cell prints both.
+# </details>
 
 # %% id="c04"
 text = prose_only(corpus.python_docs())
@@ -247,20 +260,25 @@ show_table(
     [["word-level", f"{len(word_vocab):,}", "1.00", f"{word_unknown:.1%}"],
      ["character-level", f"{len(char_vocab):,}", f"{chars_per_word:.2f}", f"{char_unknown:.1%}"]],
 )
+claims.claim(f"Every word of the running sentence is unknown at word level, {word_unknown:.1%} of the held-out words "
+             f"are unknown, and characters cost {chars_per_word:.2f} tokens per word",
+             holds=all(w not in word_vocab for w in sentence.split()) and 0.05 < word_unknown < 0.25 and 5 < chars_per_word < 7.5)
+r = chars_per_word
+print(f"r = {r:.1f} times longer: the attention scores cost {r * r:.0f} times more, the per-token layers {r:.1f} times")
 
 # %% [markdown] id="c05"
 # All four words of the running sentence are `[UNK]` for a vocabulary learned from the Python
-# documentation, and about one held-out word in eight is unknown: word-level tokenizers are
-# brittle. Characters fix that but cost about 6.3 tokens per word here (counting the space
-# and punctuation that come with each word).
+# documentation, and a sizeable share of held-out words is unknown (printed above): word-level tokenizers are
+# brittle. Characters fix that but cost several tokens per word (counting the space and punctuation that
+# come with each word).
 #
 # **Why length matters.** Self-attention compares every position with every other one: the score
 # matrix $QK^\top$ for $n$ tokens has $n^2$ entries. If a tokenizer makes the sequence $r$ times longer,
 # the attention scores cost $r^2$ times more, while the per-token layers (the linear maps and the MLP)
 # cost $r$ times more. A claim you will often meet, "5× longer means 25× the compute", is therefore true
 # of the attention scores only; the total lies between $r$ and $r^2$, depending on how much of the model
-# is attention at that length. With $r \approx 6.3$ that is 6.3× to 40×, and the
-# context window holds 6.3× less text.
+# is attention at that length. With the $r$ measured above (the last line of the cell), that is $r$ to $r^2$
+# times, and the context window holds $r$ times less text.
 #
 # Subword tokenization aims for the best of both: no unknowns, and sequences far shorter than
 # character-level. We come back to this table with our own BPE tokenizer in Section 7.
@@ -522,8 +540,9 @@ def _split(text):
     return list(got)
 
 
-# Values written here.
-for text, expected, hint in [
+# Values written here. (The loop variable is not `text`: in the solution notebook this cell runs in the same
+# kernel as the demos, whose `text` is the corpus.)
+for sample, expected, hint in [
     ("Привет мир", ["Привет", " мир"], "letters of any script are letters."),
     ("x\u00a0y", ["x", "\u00a0", "y"], "only the space U+0020 joins a word; a no-break space is whitespace of its own."),
     ("a\tb", ["a", "\t", "b"], "only the space U+0020 joins a word, not a tab."),
@@ -543,7 +562,7 @@ for text, expected, hint in [
     ("e\u0301\u0301x ab\u0301", ["e", "\u0301\u0301", "x", " ab", "\u0301"], "a combining accent is a symbol; do not normalize."),
     ("ß🙂 🙂🙂x", ["ß", "🙂", " 🙂🙂", "x"], "an emoji is a symbol, and takes one leading space."),
 ]:
-    checks.assert_equal(_split(text), expected, name=f"split_words({text!r})", hint=hint)
+    checks.assert_equal(_split(sample), expected, name=f"split_words({sample!r})", hint=hint)
 
 # Against HF tokenizers' GPT-2 pre-tokenizer (GPT-2's pattern with \p{L}, \p{N} and Unicode's White_Space) on
 # text drawn from every Unicode general category. Only characters assigned in this Python's Unicode
@@ -1569,9 +1588,9 @@ merges, vocab = _trained("hello world", 0)
 checks.assert_equal((merges, len(vocab)), ([], 256), name="train_bpe('hello world', 0)")
 # Early stop where the last pairs vanish: after (a, b) and (" ", ab) in "ab ab ab" (three merges in "xy xy z"), no
 # word of "ab ab ab" has two tokens, and no pair is left to merge, not even one whose count has fallen to 0.
-for text, expected in [("ab ab ab", [(97, 98), (32, 256)]), ("xy xy z", [(120, 121), (32, 122), (32, 256)])]:
-    merges, vocab = _trained(text, 10)
-    checks.assert_equal((merges, len(vocab)), (expected, 256 + len(expected)), name=f"train_bpe({text!r}, 10)",
+for sample, expected in [("ab ab ab", [(97, 98), (32, 256)]), ("xy xy z", [(120, 121), (32, 122), (32, 256)])]:
+    merges, vocab = _trained(sample, 10)
+    checks.assert_equal((merges, len(vocab)), (expected, 256 + len(expected)), name=f"train_bpe({sample!r}, 10)",
                         hint="Stop when no pair occurs any more: a pair whose count fell to 0 (or a stale heap entry) is "
                              "not a candidate; delete zero counts, or skip them.")
 
@@ -1704,6 +1723,10 @@ for label, sample, n in [("toy corpus", toy_text, 12), (f"first {len(train_text[
                  "none" if first_difference is None else f"merge {first_difference}"])
 show_table(["text", "HF merges", "same merge, in the same place, with HF's tie order",
             "our rule: first merge that differs"], rows)
+claims.claim("With HF's tie order the straightforward trainer reproduces HF's merges one for one on both texts "
+             f"({' and '.join(f'{same}/{n}' for _, n, same, _ in rows)}); with ours they part at "
+             f"{' and '.join(first for *_, first in rows)}",
+             holds=all(same == n for _, n, same, _ in rows) and any(first != "none" for *_, first in rows))
 
 
 # %% [markdown] id="f4ab817b"
@@ -1721,9 +1744,9 @@ show_table(["text", "HF merges", "same merge, in the same place, with HF's tie o
 #
 # <details><summary>Answer</summary>
 #
-# Your trainer pays once for the first count and the index (the intercept), and then very little per
-# merge: after the first few dozen merges a merge touches well under 1% of the distinct words (right
-# panel). Its curve is nearly flat, and the ratio printed below the figure (measured on your machine, so it
+# Your trainer pays once for the first count and the index (the intercept), and then little per
+# merge: after the first merges a merge changes only a few percent of the distinct words, some well under 1%
+# (right panel). Its curve is nearly flat, and the ratio printed below the figure (measured on your machine, so it
 # varies with its speed and load; the first merges are the expensive ones, since frequent pairs occur in many words)
 # grows with every further merge. If your curve has the same slope as the replay, your
 # `PairCounter.merge` (or your `train_bpe`) is still visiting every word.
@@ -1735,23 +1758,23 @@ def replay_with_recount(text, merges):
     and the fraction of distinct words each merge changed."""
     words = collections.Counter(tuple(w.encode("utf-8")) for w in split_words(text))
     seconds, touched = [], []
-    start = time.perf_counter()
+    start = time.process_time()
     for k, pair in enumerate(merges):
         counts = count_pairs(words)                    # the full recount
         max(counts.values())                           # ... and a scan for the top pair
         new_words = {tuple(merge(list(w), pair, 256 + k)): n for w, n in words.items()}
         touched.append(sum(len(new) < len(old) for old, new in zip(words, new_words)) / len(words))
         words = new_words
-        seconds.append(time.perf_counter() - start)
+        seconds.append(time.process_time() - start)
     return seconds, touched
 
 
 timing_merges = [1, 60]
 yours = []
 for m in timing_merges:
-    start = time.perf_counter()
+    start = time.process_time()                        # CPU time: other programs running meanwhile don't count
     merges_m, _ = train_bpe(train_text, m)
-    yours.append(time.perf_counter() - start)
+    yours.append(time.process_time() - start)
 recount_seconds, touched = replay_with_recount(train_text, merges_m)
 window = 10
 touched_mean = [sum(touched[max(0, i - window + 1):i + 1]) / len(touched[max(0, i - window + 1):i + 1])
@@ -1774,15 +1797,21 @@ plt.tight_layout()
 plt.show()
 print(f"{timing_merges[-1]} merges: recount {recount_seconds[-1]:.2f} s, your train_bpe {yours[-1]:.2f} s "
       f"({recount_seconds[-1] / yours[-1]:.1f}x)")
+early, late = sum(touched[:window]) / window, touched_mean[-1]
+claims.claim(f"At {timing_merges[-1]} merges your train_bpe takes {recount_seconds[-1] / yours[-1]:.1f} times less CPU time "
+             f"than the recount; the first {window} merges change {early:.1%} of the distinct words on average, the last "
+             f"{window} {late:.1%}", holds=recount_seconds[-1] > 1.5 * yours[-1] and late < min(early, 0.05),
+             why_it_may_not="a train_bpe that recounts, or a PairCounter.merge that visits every word, is as slow as the replay")
 
 # %% [markdown] id="c39"
 # The recounting trainer's time grows linearly with the number of merges at a steep, constant slope:
 # every merge pays for the whole corpus again. The incremental trainer pays that once, at the start, and
 # each later merge costs only what it changes. The gap grows with every merge, and GPT-2 learned 50,000
-# of them from a corpus far larger than ours. (Our `train_bpe` still scans all pair counts to find the
-# top pair, a cost proportional to the number of distinct pairs; production trainers such as HF
-# `tokenizers` keep the pairs in a priority queue instead. `benchmarks/bpe_benchmark.py` in the
-# repository compares the reference trainer with HF's Rust implementation.)
+# of them from a corpus far larger than ours. (A `train_bpe` that scans all pair counts to find the top
+# pair, as the exercise suggests, pays a cost proportional to the number of distinct pairs at every merge;
+# the reference solution keeps the pairs in a priority queue (a heap whose out-of-date entries are skipped
+# when they reach the top), as production trainers such as HF `tokenizers` do. `benchmarks/bpe_benchmark.py`
+# in the repository compares the reference trainer with HF's Rust implementation.)
 #
 # ## 5. Encoding and decoding
 #
@@ -2506,8 +2535,8 @@ checks.assert_equal(_encoded("a\r\n<s>\r"), [97, 13, 10, 17, 13], name="encode_w
 checks.assert_equal(_encoded("<S>[sep]<s>"), [60, 83, 62, 91, 115, 101, 112, 93, 17], name="encode_with_specials('<S>[sep]<s>')",
                     hint="match the special strings exactly (no re.IGNORECASE): only '<s>' is special here.")
 # The arguments are left as they were.
-merges, specials = list(MERGES), dict(SPECIALS)
-call = probes.traced_call(encode_with_specials, "ab<s>cé", merges, specials)
+merges_given, specials_given = list(MERGES), dict(SPECIALS)      # not `merges`: the demos' names in this kernel
+call = probes.traced_call(encode_with_specials, "ab<s>cé", merges_given, specials_given)
 checks.assert_equal((call.args_after[1], call.args_after[2]), (MERGES, SPECIALS), name="merges and specials after the call",
                     hint="do not modify the merges or the specials.")
 ### END HIDDEN TESTS
@@ -2533,6 +2562,10 @@ print(f"with the special token: {ids.count(specials['<|endoftext|>'])} separator
       f"{len(ids):,} tokens in all")
 decode_vocab = {**clean_vocab, specials["<|endoftext|>"]: b"<|endoftext|>"}
 print("round trip:", decode(ids, decode_vocab) == glued)
+claims.claim(f"Trained on the glued text, {len(spent)} of 100 merges go to the separator's pieces; with the special "
+             f"token cut out first, each of the {len(documents) - 1} separators is one id and the text comes back exactly",
+             holds=len(spent) > 0 and ids.count(specials["<|endoftext|>"]) == len(documents) - 1
+             and decode(ids, decode_vocab) == glued)
 
 # %% [markdown] id="c57"
 # ## 7. A real tokenizer on real text
@@ -2553,6 +2586,15 @@ print("longest tokens: ", " ".join(show_token(vocab[i]) for i in longest))
 # How much does each merge buy? We measure on the held-out text, as **bytes per token** (compression)
 # and **tokens per word**, for tokenizers that keep only the first $k$ merges. (Counting each distinct
 # held-out word once keeps this fast.)
+#
+# **Predict before you run.** Which shortens the held-out text more: the first 100 merges or the 900 after them?
+#
+# <details><summary>Answer</summary>
+#
+# The first 100, by far per merge, and here even in total: merges are learned in order of frequency, so the
+# first ones replace pairs that occur everywhere (`␣t`, `he`, `in`) and each later one a rarer pair. The curve
+# rises steeply, then flattens.
+# </details>
 
 # %% id="c60"
 valid_counts = collections.Counter(split_words(valid_text))
@@ -2584,15 +2626,24 @@ show_table(
      [f"byte-level BPE, {NUM_MERGES} merges", f"{256 + NUM_MERGES:,}", f"{bpe_tokens_per_word:.2f}", "0% (by construction)"]],
 )
 print("running sentence:", " ".join(show_token(vocab[i]) for i in encode(sentence, merges)).replace("`", ""))
+gain_first = 1 - tokens[ks.index(100)] / tokens[0]
+per_merge_first, per_merge_rest = gain_first / 100, (tokens[ks.index(100)] / tokens[0] - tokens[-1] / tokens[0]) / 900
+claims.claim(f"With {256 + NUM_MERGES:,} tokens ({(256 + NUM_MERGES) / len(word_vocab):.0%} of the word-level vocabulary) "
+             f"BPE needs {bpe_tokens_per_word / chars_per_word:.0%} of the character-level length ({bpe_tokens_per_word:.2f} "
+             f"tokens per word); the first 100 merges shorten the held-out text by {gain_first:.0%}, and a merge among the "
+             f"next 900 buys {per_merge_first / per_merge_rest:.0f} times less than one of the first 100",
+             holds=bpe_tokens_per_word / chars_per_word < 0.45 and gain_first > 0.3 and per_merge_first > 5 * per_merge_rest
+             and gain_first > 900 * per_merge_rest)
 
 # %% [markdown] id="c61"
-# With only 1,256 tokens, about a fifth of the word-level vocabulary, BPE needs about a third of the
-# character-level sequence length and has no unknowns. The first 100 merges already shorten the
-# sequence by about 40%; each of the next 900 buys much less: merges are learned in order of frequency, so each new token is rarer
+# With a vocabulary a fraction of the word-level one, BPE needs a fraction of the character-level sequence length
+# and has no unknowns (the line above gives both fractions). The first 100 merges do most of the shortening;
+# each of the next 900 buys much less: merges are learned in order of frequency, so each new token is rarer
 # than the last. That is why real vocabularies are large (50k for GPT-2, 100k for GPT-4, 128k for
 # Llama 3) and why they are trained on huge, varied corpora. On typical English prose GPT-2's
 # tokenizer needs about 1.3 tokens per word (the "0.75 words per token" rule of thumb); our tiny
-# tokenizer, trained on 300 KB, needs about 2.0, and splits the running sentence into common fragments.
+# tokenizer, trained on 300 KB, needs markedly more (printed above), and splits the running sentence into common
+# fragments.
 #
 # ## 8. What the model sees: the "strawberry" problem
 #
@@ -2607,6 +2658,9 @@ for s in ["strawberry", " strawberry", " Strawberry", " STRAWBERRY", " strawberr
     rows.append([show_token(s), ids, " ".join(show_token(p) for p in pieces),
                  " ".join(str(p.count(b"r") + p.count(b"R")) for p in pieces), s.lower().count("r")])
 show_table(["text", "ids (what the model sees)", "pieces", "r's per piece", "r's"], rows)
+claims.claim(f"'strawberry' is cut into {len(encode('strawberry', merges))} pieces, and its five spellings get "
+             f"{len({tuple(row[1]) for row in rows})} different id sequences",
+             holds=len(encode("strawberry", merges)) > 1 and len({tuple(row[1]) for row in rows}) == len(rows))
 
 # %% [markdown] id="c63"
 # Our small tokenizer cuts *strawberry* into several pieces; GPT-class vocabularies cut it into two or three
@@ -2775,6 +2829,9 @@ start = time.perf_counter(); X_lookup = E[ids]; t_lookup = time.perf_counter() -
 start = time.perf_counter(); X_product = one_hot(ids, V) @ E; t_product = time.perf_counter() - start
 print(f"64 tokens: lookup {1e3 * t_lookup:.2f} ms, one-hot product {1e3 * t_product:.1f} ms, "
       f"same result: {torch.allclose(X_lookup, X_product)}")
+claims.claim(f"The one-hot product gives the lookup's vectors, and takes {t_product / t_lookup:.0f} times as long",
+             holds=torch.allclose(X_lookup, X_product) and t_product > t_lookup,
+             why_it_may_not="timings on a busy machine vary")
 
 # %% [markdown] id="c70"
 # About 38.6 million parameters, almost a third of GPT-2 small, only to turn ids into vectors (GPT-2

@@ -47,8 +47,15 @@
 # Worked examples in books and slides print their numbers rounded, usually to two decimals. Section 2
 # shows such a printed table first and asks you to audit it with a small function of your own (exercise
 # A); after that, every such number is printed three ways: as it is usually printed, ours rounded the same
-# way, and ours exactly. Where they disagree the text says why (twice it is a rounding shortcut, once a slip in a
-# well-known walkthrough).
+# way, and ours exactly. Where they disagree the text says why. It happens five times: twice a rounding
+# shortcut (outputs computed from weights rounded first, exponentials from rounded scores), once a slip in a
+# well-known walkthrough (an entry of $QK^\top$), once a printed matrix that neither of the printed tables it
+# comes from reproduces (its unrounded scores are not shown; the difference is one unit of the last digit), and
+# once a step-by-step update that lets a token attend to the future (section 5).
+#
+# **Time.** About 15 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; the longest cell, section 0's two models at five distances, takes about 10
+# seconds. On a GPU: untimed (nothing here needs one).
 #
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
@@ -176,7 +183,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import Markdown, display
 
-from utils import plotting
+from utils import claims, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -236,6 +243,13 @@ def show_matrix(matrix, rows, cols, decimals=2, corner=""):
 # batches) for each distance, then tested on 1000 new sequences.
 #
 # **Predict first.** Which model's accuracy depends on the distance?
+#
+# <details><summary>Answer</summary>
+#
+# The LSTM's: the first token must survive $T - 1$ updates of its state, and the gradient that teaches it to
+# keep it must come back through the same steps, so with a fixed budget it fails beyond some distance and falls
+# to chance (1/8). Attention's does not: the last position reads position 1 directly, whatever $T$ is.
+# </details>
 
 # %% id="b0a1c002"
 from torch import nn
@@ -298,6 +312,15 @@ for T in [2, 10, 20, 30, 60]:
     print(f"T = {T:>2} (answer {T - 1:>2} steps back): LSTM accuracy {recall[T][0]:.3f}   attention accuracy {recall[T][1]:.3f}")
 print(f"parameters: LSTM {sum(p.numel() for p in lstm_model.parameters()):,}, "
       f"attention {sum(p.numel() for p in attention_model.parameters()):,} (at T = 60, with its 60 position vectors)")
+far = [T for T in recall if T >= 20]
+claims.claim(f"One step back both models are perfect; from {far[0]} steps back on, the LSTM stays within "
+             f"{max(abs(recall[T][0] - 1 / V_recall) for T in far):.3f} of chance while attention scores at least "
+             f"{min(a for _, a in recall.values()):.3f} at every distance, with "
+             f"{sum(p.numel() for p in attention_model.parameters()):,} parameters against the LSTM's "
+             f"{sum(p.numel() for p in lstm_model.parameters()):,}",
+             holds=min(recall[2]) >= 0.99 and all(a >= 0.99 for _, a in recall.values())
+             and all(recall[T][0] < 1 / V_recall + 0.1 for T in far)
+             and sum(p.numel() for p in attention_model.parameters()) < sum(p.numel() for p in lstm_model.parameters()))
 
 
 # %% [markdown] id="b0a1c003"
@@ -308,18 +331,19 @@ print(f"parameters: LSTM {sum(p.numel() for p in lstm_model.parameters()):,}, "
 # exactly as far from the last position as position $T - 1$ is.
 #
 # **The other columns of the table: time.** Below, one forward and backward pass through each layer alone
-# (no training), one sequence, width 32, for growing $T$ (the best of 5 runs on one thread), and the growth
+# (no training), one sequence, width 32, for growing $T$ (the best CPU time of 5 runs on one thread), and the growth
 # exponent fitted over the longer lengths: 1 for linear, 2 for quadratic.
 
 # %% id="b0a1c004"
 def step_time(layer, T, repeats=5):
-    """Best wall time of one forward + backward pass on one sequence of length T."""
+    """Best CPU time of one forward + backward pass on one sequence of length T (CPU time of this process, not
+    the clock's: other programs running meanwhile do not count)."""
     x = torch.randn(1, T, width, requires_grad=True)
     best = math.inf
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         layer(x).sum().backward()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
@@ -335,19 +359,25 @@ torch.set_num_threads(threads)
 print("      T  " + "".join(f"{name:>22}" for name in times))
 for i, T in enumerate(lengths):
     print(f"{T:>7}  " + "".join(f"{times[name][i] * 1e3:>19.2f} ms" for name in times))
+exponents = {}
 for name, values in times.items():
     # least-squares slope of log(time) against log(T), over T = 256 ... 2048
     logs = [(math.log(T), math.log(t)) for T, t in zip(lengths, values) if T >= 256]
     mean_x, mean_y = sum(x for x, _ in logs) / len(logs), sum(y for _, y in logs) / len(logs)
-    exponent = sum((x - mean_x) * (y - mean_y) for x, y in logs) / sum((x - mean_x) ** 2 for x, _ in logs)
+    exponents[name] = exponent = sum((x - mean_x) * (y - mean_y) for x, y in logs) / sum((x - mean_x) ** 2 for x, _ in logs)
     print(f"{name}: time grows like T^{exponent:.1f} over T = 256 ... {lengths[-1]}; "
           f"sequential steps per layer: {'T' if name == 'LSTM' else '1 (a few matrix products)'}")
+claims.claim(f"The LSTM's time grows like T^{exponents['LSTM']:.1f}, attention's like T^{exponents['self-attention']:.1f}, "
+             f"and at T = {lengths[-1]} attention is {times['self-attention'][-1] / times['LSTM'][-1]:.0f} times slower "
+             f"on this CPU", holds=exponents["LSTM"] < 1.3 and exponents["self-attention"] > exponents["LSTM"] + 0.6
+             and times["self-attention"][-1] > times["LSTM"][-1],
+             why_it_may_not="timings on a busy machine vary")
 
 # %% [markdown] id="b0a1c005"
-# The measured growth follows the table: the LSTM's time grows about linearly in $T$, attention's
-# quadratically or a little faster (once the $T \times T$ matrices no longer fit in the processor's cache,
-# each entry costs more), so on this CPU, which runs one or two things at a time, attention is the *slower*
-# layer at long $T$. What the table's "sequential steps" column buys shows on parallel hardware: attention's $T^2$ work
+# The measured growth follows the table: the LSTM's time grows about linearly in $T$, attention's about
+# quadratically (the fitted exponent sits below 2 while the linear projections still weigh in, and can pass 2
+# once the $T \times T$ matrices no longer fit in the processor's cache and each entry costs more), so on this
+# CPU, which runs one or two things at a time, attention is the *slower* layer at long $T$. What the table's "sequential steps" column buys shows on parallel hardware: attention's $T^2$ work
 # is a few large matrix products that a GPU spreads over thousands of units at once, while the LSTM's $T$
 # steps must run one after the other however many units there are. That, and the path of length 1, is why
 # attention replaced recurrence; the $T^2$ is the bill, and section 9 reads it.
@@ -1893,6 +1923,9 @@ for b, p in enumerate(prompts):
     pad_rows_zero = bool((out_b[b, :, : T - n] == 0).all())
     print(f"{' '.join(padded[b]):<24} largest difference from the prompt alone: {gap:.1e}   "
           f"pad rows all 0: {pad_rows_zero}   NaN anywhere: {bool(out_b[b].isnan().any())}")
+    padding_ok = (padding_ok if b else True) and gap < 1e-6 and pad_rows_zero and not out_b[b].isnan().any()
+claims.claim("Each padded prompt gets the outputs it gets alone, its pad rows are 0, and no NaN appears",
+             holds=padding_ok, why_it_may_not="your scaled_dot_product_attention or left_padded_causal_mask differs")
 
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
 for b, ax in enumerate(axes):
@@ -1978,6 +2011,14 @@ for n in sizes:
                                         for name, m in measured.items()) + f"   (outputs agree to {agree:.0e})")
 print(f"measured in {time.perf_counter() - started:.1f} s, on one CPU thread")
 torch.set_num_threads(threads)
+naive, fused = measured.values()
+memory_ratio = naive["bytes"][-1] / fused["bytes"][-1]
+speedup = naive["seconds"][-1] / fused["seconds"][-1]
+over_one_matrix = [b / (n * n * 4) for n, b in zip(sizes, naive["bytes"])]
+claims.claim(f"The naive version holds at most {max(over_one_matrix):.2f} times one T x T float32 "
+             f"matrix; at T = {sizes[-1]} the fused kernel holds {memory_ratio:.0f} times less memory and runs "
+             f"{speedup:.1f} times faster", holds=1 <= min(over_one_matrix) and max(over_one_matrix) < 4
+             and memory_ratio > 100 and speedup > 2, why_it_may_not="timings on a busy machine vary")
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
 for name, m in measured.items():
@@ -1997,8 +2038,8 @@ plt.show()
 # %% [markdown] id="23857896"
 # The naive version's memory follows the dashed line, times a small factor: it holds the scores, the masked
 # scores and the boolean mask, each $T \times T$, at the same moment. The fused kernel's memory is just its
-# output (and one number per row, for the backward pass): it grows like $T$, not $T^2$, and at $T = 4096$ it
-# is more than a hundred times smaller. It is also several times faster here: it never writes the big
+# output (and one number per row, for the backward pass): it grows like $T$, not $T^2$, and at the longest length
+# the gap is two orders of magnitude (the factor is printed above). It is also several times faster here: it never writes the big
 # matrices out and reads them back, and it skips the blocks above the diagonal that the mask would
 # discard anyway.
 #

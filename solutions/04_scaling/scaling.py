@@ -33,6 +33,10 @@
 # 3. **Temperature**: dividing by $\sqrt{d_k}$ is the same knob as the sampling temperature of notebook 01.
 # 4. **Learning**: a tiny attention model trained with and without the scale.
 #
+# **Time.** About 6 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -154,6 +158,8 @@ import math
 
 import matplotlib.pyplot as plt
 import torch
+
+from utils import claims
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -502,6 +508,9 @@ plt.show()
 print(" d_k   Var(q.k)  theory   sd(q.k)   Var(q.k/sqrt(d_k))")
 for d, u, s in zip(dims, unscaled, scaled):
     print(f"{d:>4}  {u:>9.2f}  {d:>6}  {math.sqrt(d):>7.2f}   {s:.3f}")
+worst = max(max(abs(u / d - 1), abs(s - 1)) / r for d, u, s, r in zip(dims, unscaled, scaled, rel_se))
+claims.claim(f"Every estimate lies within {worst:.1f} standard errors of its theory (d_k unscaled, 1 scaled), "
+             f"from d_k = 1 to {dims[-1]}", holds=worst < 3)
 
 # %% [markdown] id="b040b8aa"
 # ## 2. What large scores do to a softmax
@@ -742,6 +751,15 @@ entropy = attention_entropy(rows["without scaling"])
 typical = entropy.argsort()[n_rows // 2].item()
 print("\na typical row, without scaling: ", rows["without scaling"][typical])
 print("the same row, with 1/sqrt(d_k):  ", rows["with 1/sqrt(d_k)"][typical])
+hard, soft = rows["without scaling"], rows["with 1/sqrt(d_k)"]
+hard_top, soft_top = hard.max(dim=-1).values, soft.max(dim=-1).values
+claims.claim(f"Without the scale the median row gives its best key {hard_top.median().item():.4f}, "
+             f"{(hard_top > 0.99).float().mean().item():.0%} of the rows put over 0.99 on one key, and the median entropy is "
+             f"{attention_entropy(hard).median().item():.4f} nats; with it the best key gets {soft_top.median().item():.2f} "
+             f"and the entropy is {attention_entropy(soft).median().item():.2f} nats, near ln {T} = {math.log(T):.2f}",
+             holds=hard_top.median() > 0.999 and 0.6 < (hard_top > 0.99).float().mean() < 0.75
+             and attention_entropy(hard).median() < 0.01 and 0.15 < soft_top.median() < 0.3
+             and 2.2 < attention_entropy(soft).median() < 2.6)
 
 # %% [markdown] id="94cf1b84"
 # ### The gradient has to pass through the softmax Jacobian
@@ -948,6 +966,18 @@ print("softmax_jacobian: hidden edge-case tests passed")
 # Now the same measurement for every head size from 1 to 1024: for each $d_k$, 300 rows of $T = 16$ random
 # keys, the mean entropy of the attention row and the median Frobenius norm of its softmax Jacobian
 # (the median, because a few unlucky rows with two near-equal winners would dominate a mean).
+#
+# **Predict before you run.** With the scale, how does the entropy change from $d_k = 4$ to $d_k = 1024$? And
+# without it, roughly how fast does the Jacobian norm fall as $d_k$ grows?
+#
+# <details><summary>Answer</summary>
+#
+# With the scale it does not change: the scaled scores have unit variance at every $d_k$, so every head size
+# sees the same distribution of rows. Without it the scores' spread grows like $\sqrt{d_k}$, the gap between the
+# best key and the rest grows with it, and the Jacobian's entries $p_i(\delta_{ij} - p_j)$ vanish like the
+# runner-up weights, roughly like $e^{-\text{gap}}$: faster than any power of $d_k$, orders of magnitude by
+# $d_k = 512$.
+# </details>
 
 # %% id="f23e0052"
 T, n_rows = 16, 300
@@ -987,6 +1017,11 @@ for label, (entropies, norms) in curves.items():
           f"d_k = 512: entropy {entropies[9]:.3f}, Jacobian norm {norms[9]:.2e}")
 ratio = curves["without scaling"][1][9] / curves["with 1/sqrt(d_k)"][1][9]
 print(f"at d_k = 512 the typical unscaled row's Jacobian norm is {ratio:.1e} times the scaled row's")
+flat_entropy = max(curves["with 1/sqrt(d_k)"][0]) - min(curves["with 1/sqrt(d_k)"][0])
+flat_norm = max(curves["with 1/sqrt(d_k)"][1]) / min(curves["with 1/sqrt(d_k)"][1])
+claims.claim(f"With the scale the mean entropy varies by {flat_entropy:.2f} nats and the Jacobian norm by a factor "
+             f"{flat_norm:.2f} over d_k = 1 ... {dims[-1]}; without it, at d_k = 512, the norm is {ratio:.1e} times the scaled row's",
+             holds=flat_entropy < 0.2 and flat_norm < 1.3 and ratio < 1e-3)
 
 # %% [markdown] id="bf3dc0d5"
 # With the scale both curves are flat: a head of size 1024 starts as soft as a head of size 4. Without it
@@ -1025,6 +1060,8 @@ for temperature in [2.0, 1.0, 0.25, 1 / math.sqrt(d_k)]:
     print(f"T = {temperature:6.4f}: largest weight {weights.max().item():.4f}, entropy {attention_entropy(weights).item():.4f} nats")
 unscaled_row = torch.softmax(raw_scores[typical], dim=-1)
 print(f"unscaled row     : largest weight {unscaled_row.max().item():.4f}, entropy {attention_entropy(unscaled_row).item():.4f} nats")
+gap = (torch.softmax(scaled_row * math.sqrt(d_k), dim=-1) - unscaled_row).abs().max().item()
+claims.claim(f"At T = 1/sqrt({d_k}) the row is the unscaled row (largest difference {gap:.0e})", holds=gap < 1e-5)
 
 
 # %% [markdown] id="0b3cc5ce"
@@ -1056,15 +1093,32 @@ print(f"unscaled row     : largest weight {unscaled_row.max().item():.4f}, entro
 # over the rows of the norm of $\partial L / \partial s$, the gradient that reaches the scores of one row after
 # passing through the softmax Jacobian (starvation). The median is the typical row; a mean would be dominated
 # by the few rows where two keys happen to tie.
+#
+# **Predict before you run.** Which of the three runs learns the teacher's pattern in 150 steps, and how does
+# the third run's loss curve compare with the first's?
+#
+# <details><summary>Answer</summary>
+#
+# The scaled run learns (its loss falls by orders of magnitude); the unscaled run starts saturated and barely
+# moves. The third run's curve lies on top of the first's, to rounding: it is the same optimisation in other
+# units, since its scores are the scaled run's scores at every step.
+# </details>
 
 # %% id="694f6749"
-def train_attention(divisor, init_std, lr, d_model=16, d_k=256, T=16, batch=32, steps=150, seed=0):
-    """Train W_Q, W_K of one attention head to reproduce a teacher's attention; return the per-step records."""
+def train_attention(divisor, init_std, lr, d_model=16, d_k=256, T=16, batch=32, steps=150, seed=0,
+                    optimizer_class=torch.optim.Adam, pytorch_default_init=False):
+    """Train W_Q, W_K of one attention head to reproduce a teacher's attention; return the per-step records.
+    pytorch_default_init: weights uniform on +-1/sqrt(fan-in), as nn.Linear draws them (init_std is then unused)."""
     generator = torch.Generator().manual_seed(seed)
     teacher = torch.randn(d_model, d_model, generator=generator) * 0.5 / math.sqrt(d_model)
-    W_Q = (torch.randn(d_model, d_k, generator=generator) * init_std).requires_grad_()
-    W_K = (torch.randn(d_model, d_k, generator=generator) * init_std).requires_grad_()
-    optimizer = torch.optim.Adam([W_Q, W_K], lr=lr)
+
+    def initial_weights():
+        if pytorch_default_init:
+            return ((torch.rand(d_model, d_k, generator=generator) * 2 - 1) / math.sqrt(d_model)).requires_grad_()
+        return (torch.randn(d_model, d_k, generator=generator) * init_std).requires_grad_()
+
+    W_Q, W_K = initial_weights(), initial_weights()
+    optimizer = optimizer_class([W_Q, W_K], lr=lr)
     record = {"loss": [], "largest weight": [], "gradient at the scores": [], "teacher entropy": []}
     for _ in range(steps):
         x = torch.randn(batch, T, d_model, generator=generator)
@@ -1125,6 +1179,13 @@ print(f"largest difference between the scaled run and the rescaled unscaled run:
 teacher_entropy = torch.cat(runs["with 1/sqrt(d_k)"]["teacher entropy"])
 print(f"the teacher's attention rows: entropy mean {teacher_entropy.mean().item():.2f} nats, "
       f"median {teacher_entropy.median().item():.2f} (uniform over {16} keys: ln 16 = {math.log(16):.2f})")
+scaled_run, unscaled_run = runs["with 1/sqrt(d_k)"], runs["without scaling"]
+claims.claim(f"With the scale the loss falls {scaled_run['loss'][0] / scaled_run['loss'][-1]:.0f}-fold in {len(scaled_run['loss'])} "
+             f"steps; without it the rows start with a largest weight of {unscaled_run['largest weight'][0]:.2f} and the loss "
+             f"falls {unscaled_run['loss'][0] / unscaled_run['loss'][-1]:.2f}-fold; the rescaled unscaled run matches the "
+             f"scaled one to {same:.0e}", holds=scaled_run["loss"][0] / scaled_run["loss"][-1] > 30
+             and unscaled_run["largest weight"][0] > 0.9 and unscaled_run["loss"][0] / unscaled_run["loss"][-1] < 2
+             and same < 1e-4 and teacher_entropy.median().item() < math.log(16) - 0.5)
 
 # %% [markdown] id="2f9cc362"
 # What the three panels show:
@@ -1147,12 +1208,31 @@ print(f"the teacher's attention rows: entropy mean {teacher_entropy.mean().item(
 #   PyTorch's default `nn.Linear` initialisation, for instance, gives entries of $q$ and $k$ a variance of
 #   about $1/3$ instead of 1 (uniform weights on $\pm 1/\sqrt{\text{fan-in}}$), so unscaled scores at
 #   $d_k = 256$ have variance $256/9 \approx 28$ (standard deviation $\approx 5.3$) instead of 256 (standard
-#   deviation 16). In the run we tried with that initialisation, the unscaled model did start to learn, but after 150
-#   steps its loss (about 0.6) was still hundreds of times the scaled model's. The larger $d_k$, the worse.
+#   deviation 16). With that initialisation (the cell below), the unscaled model does start to learn, but after 150
+#   steps its loss is still hundreds of times the scaled model's. The larger $d_k$, the worse.
 # * **The optimiser.** Adam divides each step by a running size of the gradient, which hides part of the
-#   starvation; with plain SGD and the same initialisation the unscaled model did not learn at all in our trials.
+#   starvation. With plain SGD, the same initialisation as above and a learning rate at which the scaled model
+#   learns (1.0), the unscaled model does not learn at all (the cell below, seed 0).
 # * **The task.** Here the teacher wants a soft pattern. A task that needs hard, one-hot attention suffers less
 #   from starting sharp, though it still has to find the *right* key, which again needs gradient.
+
+# %% id="a7c5e2d1"
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+default_init = {label: train_attention(divisor, None, lr, pytorch_default_init=True)["loss"]
+                for label, divisor in [("with 1/sqrt(d_k)", math.sqrt(d_k)), ("without scaling", 1.0)]}
+with_sgd = {label: train_attention(divisor, 1 / math.sqrt(d_model), 1.0, optimizer_class=torch.optim.SGD)["loss"]
+            for label, divisor in [("with 1/sqrt(d_k)", math.sqrt(d_k)), ("without scaling", 1.0)]}
+torch.set_num_threads(threads)
+for name, losses in [("PyTorch's default init, Adam", default_init), ("section 1's init, SGD, lr 1.0", with_sgd)]:
+    print(f"{name:>30}: " + ";  ".join(f"{label} loss {l[0]:.3f} -> {l[-1]:.4f}" for label, l in losses.items()))
+claims.claim(f"With PyTorch's default initialisation the unscaled loss ends {default_init['without scaling'][-1]:.2f}, "
+             f"{default_init['without scaling'][-1] / default_init['with 1/sqrt(d_k)'][-1]:.0f} times the scaled model's; "
+             f"with SGD the scaled model reaches {with_sgd['with 1/sqrt(d_k)'][-1]:.4f} while the unscaled one ends at "
+             f"{with_sgd['without scaling'][-1] / with_sgd['without scaling'][0]:.0%} of its first loss",
+             holds=default_init["without scaling"][-1] / default_init["with 1/sqrt(d_k)"][-1] > 100
+             and default_init["without scaling"][-1] < default_init["without scaling"][0]
+             and with_sgd["with 1/sqrt(d_k)"][-1] < 0.01 and with_sgd["without scaling"][-1] > 0.9 * with_sgd["without scaling"][0])
 
 # %% [markdown] id="eaccc173"
 # ## Summary

@@ -38,6 +38,10 @@
 # 6. look at heads that each implement one recognisable pattern: previous token, duplicate token,
 #    delimiter, rare word, and design the probe that tells them apart.
 #
+# **Time.** About 5 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function or class with a docstring that states what goes
 # in and what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell
 # below it: its messages say what was expected and what came back. When the notebook is graded, further
@@ -163,7 +167,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from utils import corpus, plotting
+from utils import claims, corpus, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -994,8 +998,11 @@ with torch.no_grad():
 # attention can select one value (a weight near 1), average several, or interpolate between them, but it can
 # never leave the hull: every coordinate of $o_i$ lies between the smallest and the largest value of that
 # coordinate among the visible $v_j$, and $\lVert o_i \rVert \le \max_j \lVert v_j \rVert$ (a norm is convex). It
-# cannot extrapolate, amplify, or produce a direction no value points to; that is left to $W_O$, the residual
-# stream and the feed-forward layer. (The proof is two lines: each coordinate of $o_i$ is a weighted mean with
+# cannot extrapolate, amplify, or produce a vector outside the hull (in particular outside the span) of the
+# values it sees; that is left to $W_O$, the residual stream and the feed-forward layer. It can point in a
+# direction no single value points to: $v_1 = (1, 0)$ and $v_2 = (0, 1)$ with weights $\tfrac12, \tfrac12$ give
+# $(\tfrac12, \tfrac12)$, at $45^\circ$ to both; inside the hull is not the same as along one of the $v_j$.
+# (The proof is two lines: each coordinate of $o_i$ is a weighted mean with
 # non-negative weights summing to 1, so it lies between the minimum and the maximum; the norm bound is the
 # triangle inequality, $\lVert \sum_j \alpha_{ij} v_j \rVert \le \sum_j \alpha_{ij} \lVert v_j \rVert$.)
 #
@@ -1060,7 +1067,13 @@ with torch.no_grad():
 
     # After W_O the bound is gone: the output projection may stretch what the heads return.
     out = layer(x, causal=True)
-    print(f"layer output (after W_O): ||out_i|| up to {(out.norm(dim=-1) / largest_norm.amax(1)).max().item():.2f} x the largest visible ||v_j||")
+    stretch = (out.norm(dim=-1) / largest_norm.amax(1)).max().item()
+    print(f"layer output (after W_O): ||out_i|| up to {stretch:.2f} x the largest visible ||v_j||")
+    head_ratio = (heads.norm(dim=-1) / largest_norm).max().item()
+claims.claim(f"Every head output lies inside the range of its visible values and is at most {head_ratio:.4f} times the "
+             f"longest; without the softmax {outside:.0%} of the coordinates leave the range, and after W_O the outputs "
+             f"reach {stretch:.2f} times the longest value", holds=inside == 1.0 and head_ratio <= 1 + 1e-5
+             and outside > 0.5 and stretch > 1)
 
 # %% [markdown] id="78f1bc63"
 # ### 2b. Four heads with four jobs
@@ -1166,7 +1179,20 @@ plt.show()
 #    on sentences where the phenomenon matters, against sentences where it does not.)
 #
 # The cell below runs this design on the four hand-set heads with 300 random sentences of the same form, and
-# checks that it recovers the job of each head. For a linguistic phenomenon such as subject-verb agreement the
+# checks that it recovers the job of each head.
+#
+# **Predict before you run.** The delimiter head looks at `<s>` and `.`: what does it score on the
+# *previous-token* probe, compared with the uniform baseline? And which head scores highest on the delimiter probe
+# besides head 3?
+#
+# <details><summary>Answer</summary>
+#
+# Below the baseline: a query whose previous token is not a delimiter gets almost nothing from head 3 there,
+# while uniform attention spreads some mass on every key, the previous one included. Besides head 3, the
+# duplicate-token head scores highest on the delimiter probe, above the baseline: it falls back on `<s>`, the sink,
+# whenever a word has no twin. A probe score alone is not a job description, which is why the design compares
+# each head's score with the other heads' and with the baseline.
+# </details> For a linguistic phenomenon such as subject-verb agreement the
 # design is the same, with minimal pairs as inputs (*the key to the cabinets **is*** / *the keys to the cabinet
 # **are***) and the mass from the verb on its subject as the score.
 
@@ -1218,7 +1244,17 @@ for s, title in enumerate(titles):
 print(f"{'uniform attention (chance)':26}" + "".join(f"{torch.stack(chance[n]).mean().item():17.2f}" for n in totals))
 best = table.argmax(dim=1).tolist()
 print("\nthe probe each head scores highest on:", {titles[s]: list(totals)[p] for s, p in enumerate(best)})
-assert best == [0, 1, 2, 3], "the probes should recover the job each head was built for"
+baseline = torch.tensor([torch.stack(chance[n]).mean().item() for n in totals])
+own = table.diagonal()
+claims.claim(f"Each head scores highest on the probe of its own job ({', '.join(f'{v:.2f}' for v in own.tolist())}), "
+             f"at least {(own / baseline).min().item():.1f} times the uniform baseline",
+             holds=best == [0, 1, 2, 3] and bool((own > 3 * baseline).all()))
+others = [s for s in range(len(titles)) if s != 2]
+runner_up = max(others, key=lambda s: table[s, 2].item())
+claims.claim(f"The delimiter head scores {table[2, 0].item():.2f} on the previous-token probe, below the baseline "
+             f"{baseline[0].item():.2f}; besides it, {titles[runner_up]} scores highest on the delimiter probe "
+             f"({table[runner_up, 2].item():.2f} against {baseline[2].item():.2f})",
+             holds=table[2, 0] < baseline[0] and runner_up == 1 and table[1, 2] > baseline[2])
 
 
 # %% [markdown] id="b402bf74"
@@ -1486,9 +1522,13 @@ print(f"  share of the 6 layers: attention {parts['attention per layer'] / layer
 
 # %% id="3244e4ed"
 print(f"{'h':>3}{'d_k':>6}{'formula (biases)':>18}{'nn.MultiheadAttention':>23}{'no biases':>12}")
+counted = set()
 for h in [1, 2, 4, 8, 16]:
     module = nn.MultiheadAttention(512, h, device="meta")
+    counted.add(n_params(module))
     print(f"{h:>3}{512 // h:>6}{attention_params(512, h):>18,}{n_params(module):>23,}{attention_params(512, h, bias=False):>12,}")
+claims.claim(f"nn.MultiheadAttention(512, h) holds {counted.pop():,} parameters for every h from 1 to 16",
+             holds=len(counted) == 0 and all(attention_params(512, h) == attention_params(512, 1) for h in [1, 2, 4, 8, 16]))
 
 
 # %% [markdown] id="7022f34d"
@@ -1508,6 +1548,16 @@ for h in [1, 2, 4, 8, 16]:
 # the crossover for memory, and for the FLOPs of one head against one head's share of the projections, not for
 # the whole layer's compute.) The functions below do the arithmetic for a 4096-wide model with 32 heads,
 # the shape of a 7-billion-parameter model, at $T = 4096$ in fp16 (2 bytes per number).
+#
+# **Predict before you run.** For that model at $T = 4096$: how many bytes do one layer's attention matrices take
+# for one sequence, and is the attention core's time already larger than the projections'?
+#
+# <details><summary>Answer</summary>
+#
+# $h\,T^2 \cdot 2 = 32 \cdot 4096^2 \cdot 2 = 2^{30}$ bytes, 1 GiB per layer and sequence, where one activation of
+# the sequence takes $T d \cdot 2$ bytes, 32 MiB. The time is not: at $T = d$ the core's $2T^2d$ is half the
+# projections' $4Td^2$, and it catches up only at $T = 2d$. The cell prints both.
+# </details>
 
 # %% id="5f6c93ad"
 def attention_matrix_bytes(T, n_head, bytes_per_value=2):
@@ -1549,6 +1599,8 @@ print(f"time per layer: attention core 2 T^2 d = {attention_core_macs(T, d):.3g}
 first = crossover_length(lambda t: t * t, lambda t: d * t)
 print(f"\nT^2 > d*T first at T = {first:,}: the terms are equal at T = d = {first - 1:,}")
 print(f"with constants, 2 T^2 d > 4 T d^2 first at T = {crossover_length(lambda t: attention_core_macs(t, d), lambda t: projection_macs(t, d)):,}")
+print(f"and against the projections plus the FFN (8 T d^2 more), 2 T^2 d > 12 T d^2 first at T = "
+      f"{crossover_length(lambda t: attention_core_macs(t, d), lambda t: 3 * projection_macs(t, d)):,}")
 print(f"memory, h T^2 > T d first at T = {crossover_length(lambda t: h * t * t, lambda t: t * d):,}  (d/h = d_k = {d // h})")
 for T_ in (512, 4096, 32768, 131072):
     ratio = attention_core_macs(T_, d) / projection_macs(T_, d)
@@ -1579,7 +1631,9 @@ plt.show()
 
 # %% [markdown] id="dacafa64"
 # Below a few thousand tokens, a layer's time goes mostly into its matrix multiplications with weights
-# (the projections here, and the FFN, twice as big again); past $T \approx d$ the $T^2$ term takes over and keeps
+# (the projections here, and the FFN, twice as big again: $8Td^2$ more). With the constants kept, the attention
+# core $2T^2d$ overtakes the projections alone ($4Td^2$) at $T = 2d$, and the projections plus the FFN
+# ($12Td^2$) only at $T = 6d$ (printed above for this $d = 4096$); past that the $T^2$ term takes over and keeps
 # growing. Memory turns quadratic much earlier: storing the attention probabilities of all heads costs more than
 # the activations as soon as $T > d_k$, which is why long-context implementations compute attention in tiles
 # and never materialise the $T \times T$ matrices, and why so much research goes into sparse, linear and

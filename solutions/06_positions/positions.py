@@ -31,6 +31,10 @@
 # 7. **An experiment**: four tiny models, one per scheme, trained on short sequences and tested on
 #    sequences two and four times longer, and the comparison table built from what they measured.
 #
+# **Time.** About 15 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; the longest cell, section 8's eight small models, takes about 8 seconds. On
+# a GPU: untimed (nothing here needs one).
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -157,7 +161,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from IPython.display import Markdown, display
 
-from utils import plotting
+from utils import claims, plotting
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -227,6 +231,10 @@ for word in vocab:
     print(f"{word:>5}: 'dog bites man' {ya[:3]}   'man bites dog' {yb[:3]}   max difference {(ya - yb).abs().max():.1e}")
 print(f"\noutput at position 0: {out_a[0, :3]} vs {out_b[0, :3]}")
 print("sentence vector (mean of the outputs) equal:", torch.allclose(out_a.mean(0), out_b.mean(0), atol=1e-6))
+same_word = max((out_a[a_words.index(w)] - out_b[b_words.index(w)]).abs().max().item() for w in vocab)
+claims.claim(f"Each word gets the same output in both sentences (largest difference {same_word:.0e}), while position 0's "
+             f"outputs differ by {(out_a[0] - out_b[0]).abs().max().item():.2f}",
+             holds=same_word < 1e-5 and (out_a[0] - out_b[0]).abs().max().item() > 0.1)
 
 # %% [markdown] id="011bcc82"
 # Each word gets the same output in both sentences: who bites whom is invisible. No amount of training
@@ -552,6 +560,9 @@ out_a, out_b = one_head_with_positions(a_words), one_head_with_positions(b_words
 for word in vocab:
     ya, yb = out_a[a_words.index(word)], out_b[b_words.index(word)]
     print(f"{word:>5}: max difference between the two sentences {(ya - yb).abs().max():.3f}")
+smallest = min((out_a[a_words.index(w)] - out_b[b_words.index(w)]).abs().max().item() for w in vocab)
+claims.claim(f"With the encoding added, every word's output changes with the word order (by {smallest:.2f} at least)",
+             holds=smallest > 0.05, why_it_may_not="your sinusoidal_encoding differs")
 
 # %% [markdown] id="1cdc353a"
 # ### Why many frequencies: an MLP that memorises an image
@@ -614,6 +625,9 @@ for ax in axes:
     ax.axis("off")
 plt.show()
 print(f"(both fits: {time.perf_counter() - start:.1f} s, 300 full-batch Adam steps each, same 2 x 64 hidden units)")
+errors = {label: (r - image).pow(2).mean().item() for label, r in reconstructions.items()}
+claims.claim(f"Sinusoidal features cut the squared error {errors['raw (x, y)'] / errors['sinusoidal features of x and y']:.0f}-fold "
+             f"against raw coordinates", holds=errors["raw (x, y)"] > 5 * errors["sinusoidal features of x and y"])
 
 # %% [markdown] id="a6a1f8dc"
 # The raw-coordinate network returns a smeared version of the picture; the one that reads sines and cosines
@@ -839,6 +853,10 @@ M = offset_rotation(7, d_model, dtype=torch.float64)
 for t in [0, 50, 300]:
     print(f"t = {t:>3}: max |M(7) PE(t) - PE(t+7)| = {(M @ pe[t] - pe[t + 7]).abs().max():.1e}")
 print(f"M M^T = I: {torch.allclose(M @ M.T, torch.eye(d_model, dtype=torch.float64))}, det M = {torch.linalg.det(M):.6f}")
+worst = max((M @ pe[t] - pe[t + 7]).abs().max().item() for t in range(0, 393))
+claims.claim(f"M(7) maps PE(t) to PE(t + 7) for every t from 0 to 392 (largest error {worst:.0e}), and is a rotation",
+             holds=worst < 1e-10 and torch.allclose(M @ M.T, torch.eye(d_model, dtype=torch.float64))
+             and abs(torch.linalg.det(M).item() - 1) < 1e-9, why_it_may_not="your sinusoidal_encoding differs")
 
 offsets = torch.arange(0, 100)
 fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -880,10 +898,13 @@ except IndexError as error:
 # %% [markdown] id="a0eeb0bf"
 # Even the rows that exist are only trained as far as the training sequences reach: a model trained on
 # 128-token texts with $T_\max = 1024$ has 896 rows that no gradient ever reaches. What becomes of them depends on
-# the optimiser. Under SGD or Adam (section 8's experiment uses Adam) they keep their random initial values. Under
-# **AdamW with weight decay on the table**, the optimiser of notebook 08 (it decays every matrix, embedding tables
-# included), the decay is applied to every parameter at every step, gradient or not: each step multiplies an unused
-# row by $(1 - \text{lr} \cdot \lambda)$, so those rows shrink towards 0 and carry no information either way. Work-arounds
+# the optimiser. Under SGD or Adam (section 8's experiment uses Adam) they keep their random initial values. AdamW
+# adds **decoupled weight decay**: besides the Adam step computed from the gradient, every step multiplies each
+# decayed parameter by $(1 - \text{lr} \cdot \lambda)$, whatever its gradient (notebook 09 writes the update out).
+# Whether embedding tables are decayed at all is a convention that recipes disagree on: nanoGPT, and notebook 08
+# after it, decays every matrix, embedding tables included; many other recipes exempt embeddings (notebook 09
+# discusses the choice). Where the table **is** decayed, an unused row is multiplied by $(1 - \text{lr} \cdot \lambda)$ at
+# every step, so those rows shrink towards 0 and carry no information either way. Work-arounds
 # (clamping every position to $T_\max - 1$, interpolating the table) run, but feed the model codes it never
 # learned to read. Section 8 tries clamping.
 #
@@ -910,12 +931,17 @@ def train_rows_0_to_7(optimizer_name, steps=300, lr=1e-2, weight_decay=0.1):
 
 
 steps, lr, weight_decay = 300, 1e-2, 0.1
+unused_rows = {}
 for name in ["Adam", "AdamW"]:
-    ratio, moved = train_rows_0_to_7(name, steps, lr, weight_decay)
+    unused_rows[name] = ratio, moved = train_rows_0_to_7(name, steps, lr, weight_decay)
     print(f"{name:>5}: unused rows 8..15 after {steps} steps: length {ratio:.3f} x their initial length "
           f"(largest change of an entry {moved:.2e})")
 print(f"AdamW prediction (1 - lr * weight_decay) ** steps = (1 - {lr} * {weight_decay}) ** {steps} = "
       f"{(1 - lr * weight_decay) ** steps:.3f}")
+adam, adamw = unused_rows["Adam"], unused_rows["AdamW"]
+claims.claim(f"Under Adam the unused rows do not move (largest change {adam[1]:.0e}); under AdamW they shrink to {adamw[0]:.3f} "
+             f"of their length, the decay's (1 - lr * weight_decay) ** steps", holds=adam[1] == 0
+             and abs(adamw[0] - (1 - lr * weight_decay) ** steps) < 1e-3)
 
 # %% [markdown] id="5173fee5"
 # ## 6. RoPE: rotate the queries and keys
@@ -1248,8 +1274,13 @@ rows = torch.zeros(T, d, dtype=torch.float64)
 for rope in [apply_rope, rope_half_split]:
     qs = rope(rows.index_copy(0, torch.tensor([5, 10]), torch.stack([q, q])))
     ks = rope(rows.index_copy(0, torch.tensor([12, 17]), torch.stack([k, k])))
+    backwards = rope(rows.index_copy(0, torch.tensor([12]), q[None]))[12] @ rope(rows.index_copy(0, torch.tensor([5]), k[None]))[5]
     print(f"{rope.__name__:>15}: score(5, 12) = {qs[5] @ ks[12]:.6f}, score(10, 17) = {qs[10] @ ks[17]:.6f}, "
-          f"score(12, 5) = {rope(rows.index_copy(0, torch.tensor([12]), q[None]))[12] @ rope(rows.index_copy(0, torch.tensor([5]), k[None]))[5]:.6f}")
+          f"score(12, 5) = {backwards:.6f}")
+    claims.claim(f"{rope.__name__}: moving both positions along leaves the score as it was "
+                 f"(difference {abs(qs[5] @ ks[12] - qs[10] @ ks[17]).item():.0e}); swapping them changes it by "
+                 f"{abs(qs[5] @ ks[12] - backwards).item():.2f}", holds=abs(qs[5] @ ks[12] - qs[10] @ ks[17]).item() < 1e-9
+                 and abs(qs[5] @ ks[12] - backwards).item() > 0.1, why_it_may_not="your apply_rope differs")
 
 # %% [markdown] id="de536cbf"
 # The last column is the score with the query *after* the key by the same distance: a different number.
@@ -1272,6 +1303,8 @@ ax.set_ylabel(r"score $q^\top R_\Delta k$")
 ax.set_title("RoPE score for q = k = (1, ..., 1), d = 64")
 plt.show()
 print(f"score at offsets 0, 1, 10, 100: {[round(v, 2) for v in score_vs_offset[[0, 1, 10, 100]].tolist()]}")
+claims.claim(f"The score is largest at offset 0 ({score_vs_offset[0].item():.1f}) and every offset past 0 scores less "
+             f"(at most {score_vs_offset[1:].max().item():.2f})", holds=score_vs_offset[1:].max() < score_vs_offset[0])
 
 # %% [markdown] id="257a31d3"
 # ## 7. ALiBi: a distance penalty on the scores
@@ -1507,6 +1540,18 @@ print("head 1, query 11: weight on keys 11, 10, 9:", weights[0, 11, [11, 10, 9]]
 # arg-max prediction, over positions that have an answer) on fresh sequences of length 16, 32 (2×) and
 # 64 (4×). The models are so small that they run on the CPU even where a GPU is available, about two
 # seconds each. Each result is the outcome of one seed, so differences of a few points mean little.
+#
+# **Predict before you run.** At 4× the training length, which scheme do you expect to do best on *copy*, and
+# which on *most recent marker*? Can ALiBi, whose bias always favours the nearest key, do *copy* at all?
+#
+# <details><summary>Answer</summary>
+#
+# RoPE on copy (an exact offset is a fixed rotation, the same at every position) and ALiBi on the marker task
+# (recency is its built-in bias); the absolute schemes fall past the training length on both. ALiBi does copy
+# only in part: several heads with different slopes and the content scores get a fraction of the answers right,
+# well above chance and the same at every length, but no head can single out "exactly 3 back". The claims
+# printed by the cell check all of this on this run.
+# </details>
 
 # %% id="2ca8480f"
 class TinyAttention(nn.Module):
@@ -1590,6 +1635,26 @@ try:
 finally:
     torch.set_num_threads(threads)
 print(f"\n8 models trained and evaluated in {time.process_time() - start:.1f} s of CPU time")
+acc = {key: (r[16], r[32], r[64]) for key, r in results.items()}
+chance = 1 / 16
+claims.claim("At the training length every scheme that can express the task solves it (copy: sinusoidal, learned, RoPE "
+             f"at least {min(acc['copy', s][0] for s in schemes[:3]):.3f}; marker: all four at least "
+             f"{min(acc['most recent marker', s][0] for s in schemes):.3f})",
+             holds=min(acc["copy", s][0] for s in schemes[:3]) > 0.99 and min(acc["most recent marker", s][0] for s in schemes) > 0.9)
+claims.claim(f"On copy at 4x the length RoPE keeps {acc['copy', 'rope'][2]:.2f}, the absolute schemes "
+             f"{acc['copy', 'sinusoidal'][2]:.2f} and {acc['copy', 'learned'][2]:.2f}; ALiBi gets "
+             f"{min(acc['copy', 'alibi']):.2f} to {max(acc['copy', 'alibi']):.2f} at every length, "
+             f"{min(acc['copy', 'alibi']) / chance:.1f} to {max(acc['copy', 'alibi']) / chance:.1f} times chance (1/16)",
+             holds=acc["copy", "rope"][2] > max(acc["copy", "sinusoidal"][2], acc["copy", "learned"][2]) + 0.05
+             and acc["copy", "rope"][2] < 0.9 and max(acc["copy", "sinusoidal"][2], acc["copy", "learned"][2]) < 0.7
+             and all(2 * chance < a < 0.5 for a in acc["copy", "alibi"])
+             and acc["copy", "alibi"][2] > 0.8 * acc["copy", "alibi"][0])
+claims.claim(f"On the marker task ALiBi keeps {acc['most recent marker', 'alibi'][2]:.2f} at 4x the length "
+             f"({acc['most recent marker', 'alibi'][0]:.2f} at the training length), the absolute schemes fall to "
+             f"{acc['most recent marker', 'sinusoidal'][2]:.2f} and {acc['most recent marker', 'learned'][2]:.2f}",
+             holds=acc["most recent marker", "alibi"][2] > acc["most recent marker", "alibi"][0] - 0.05
+             and max(acc["most recent marker", "sinusoidal"][2], acc["most recent marker", "learned"][2])
+             < acc["most recent marker", "alibi"][2] - 0.2)
 
 # %% id="8940cea6"
 fig, axes = plt.subplots(1, 2, figsize=(13, 3.8), sharey=True, layout="constrained")
@@ -1615,9 +1680,11 @@ plt.show()
 #   looks the same at position 40 as at position 10. The absolute schemes were never shown the codes of
 #   positions past 15, and their accuracy falls there. But RoPE is not perfect far out either: at long
 #   lengths a query also meets keys at *distances* it never saw in training, and some of them can score
-#   as well as offset 3 does. ALiBi cannot do this task at all in one layer: its bias only ranks keys by
-#   distance and always favours the nearest, the token itself, so no content-free score can single out
-#   "exactly 3 back".
+#   as well as offset 3 does. ALiBi solves it only in part. Its bias alone only ranks keys by distance and
+#   always favours the nearest, the token itself, so no content-free score can single out "exactly 3 back". But
+#   four heads with different slopes, mixed by the read-out, and the content scores on top give a partial
+#   solution: a fraction of the answers right, several times the chance level of 1/16 (the claim above gives both),
+#   and, since the bias is the same at every absolute position, a fraction that does not degrade with length.
 # * On **most recent marker**, recency is exactly ALiBi's built-in bias: content picks the markers, the
 #   distance penalty picks the nearest, and both work the same at any length. The absolute schemes lose
 #   accuracy past position 15.
@@ -1650,8 +1717,8 @@ for task in tasks:
 # * **Relative beats absolute past the training length**, on both tasks, for the relative scheme that can
 #   express the task. This is the main reason modern models moved to RoPE or ALiBi.
 # * **Neither relative scheme wins everywhere.** ALiBi's fixed recency bias extrapolates very well on a task
-#   that wants recency and is useless, in a single layer, for an exact offset; RoPE can express offsets but
-#   still meets unseen distances on longer inputs. Real models stack many layers and mix heads, which
+#   that wants recency and, in a single layer, solves an exact offset only in part (at any length); RoPE can
+#   express offsets but still meets unseen distances on longer inputs. Real models stack many layers and mix heads, which
 #   blurs both limits; the long-context methods used today (position interpolation, rescaling RoPE's base)
 #   exist because plain RoPE does *not* extrapolate far on its own.
 # * **Learned embeddings** simply have no code for position 16 of a model with $T_\max = 16$. Clamping runs,

@@ -36,6 +36,10 @@
 # 5. compare decoder-only, encoder-only and encoder-decoder models, and count GPT-2 small's
 #    124,439,808 parameters, by formula and on a model built without allocating any memory.
 #
+# **Time.** About 5 seconds of CPU time for the whole notebook, measured on one core of a busy 2-core machine,
+# about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
+# one).
+#
 # **How the exercises work.** Each exercise is a function or class with a docstring that states what goes
 # in and what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell
 # below it: its messages say what was expected and what came back. When the notebook is graded, further
@@ -159,6 +163,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from utils import claims
+
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown] id="caa386fa"
@@ -188,6 +194,17 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # the stream itself is never normalised inside the block (a GPT-style model applies one final LayerNorm
 # after the last block). In Post-LN the sum is normalised after every sublayer, so the stream is reset to
 # unit scale twice per block. Section 5 measures what this difference does to gradients.
+#
+# **Two statements in circulation are wrong.** A one-line form of the Post-LN block that some texts print,
+# $h^{(\ell+1)} = \operatorname{LN}\big(h^{(\ell)} + \operatorname{FFN}(\operatorname{LN}(h^{(\ell)} + \operatorname{MHA}(h^{(\ell)})))\big)$,
+# adds the FFN's output to the block's *input* $h^{(\ell)}$. In the block as built (and as the 2017 paper defines
+# it) the FFN's residual is the intermediate $x' = \operatorname{LN}(h^{(\ell)} + \operatorname{MHA}(h^{(\ell)}))$ that the
+# FFN reads, as in the right-hand equations above; the printed form throws the attention sublayer's contribution
+# out of the stream except through the FFN. And a common explanation of why Pre-LN trains more easily says that in
+# Post-LN "the residual stream accumulates unnormalised updates" until it has a very large magnitude. That is the
+# reverse of what happens: Post-LN normalises the sum after every sublayer, so its stream *cannot* grow, while it is
+# Pre-LN's stream that accumulates un-normalised updates. Section 5 measures both streams, and gives the reason
+# that holds up (Xiong et al., 2020): where the gradients of the top layers sit at initialisation.
 
 # %% [markdown] id="c2eec8fb"
 # ## 2. Layer normalisation
@@ -256,7 +273,7 @@ print("constant vector:", ((c - c.mean()) / torch.sqrt(((c - c.mean()) ** 2).mea
 # %% [markdown] id="5340efb1"
 # ### Exercise 1: `LayerNorm` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (shapes, eps values and dtypes against F.layer_norm, a non-contiguous input, nearly constant rows, a large common offset), 1 hidden (edge cases: the initial parameters and the eps attribute, d_model = 1 and constant rows, gradients, the input left unchanged).*
+# *Points: 1 visible, 2 hidden (shapes, eps values and dtypes against F.layer_norm, a non-contiguous input, nearly constant rows, a large common offset), 1 hidden (edge cases: the initial parameters and the eps attribute, an integer eps, d_model = 1 and constant rows, gradients, the input left unchanged).*
 #
 # Write LayerNorm as an `nn.Module` that is a drop-in replacement for `nn.LayerNorm(d_model, eps=eps)`: same
 # parameter names and shapes (so the same `state_dict` loads into both) and the same outputs. Compute the
@@ -279,7 +296,10 @@ class LayerNorm(nn.Module):
       Parameters (the same names and shapes as nn.LayerNorm, so one state_dict loads into both):
         weight: nn.Parameter of shape (d_model,), initialised to ones  (gamma, the per-feature scale);
         bias:   nn.Parameter of shape (d_model,), initialised to zeros (beta, the per-feature shift).
-      No other parameters. eps is a plain float attribute named eps, as in nn.LayerNorm (not a parameter).
+      No other parameters. eps: a positive number, float or int; an int is accepted and means the same float
+      (LayerNorm(d, eps=1) computes exactly what LayerNorm(d, eps=1.0) does), as in nn.LayerNorm. It is kept as a
+      plain Python number in the attribute eps (not a parameter, not a tensor): a float eps as that float; an int
+      either as given or as float(eps), both are fine.
 
     forward(x):
         x: floating tensor of shape (..., d_model), any number of leading axes (also none), contiguous
@@ -419,7 +439,7 @@ print("LayerNorm: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="5425b23e" nbgrader={"grade": true, "grade_id": "test_LayerNorm_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for LayerNorm (edge cases: the initial parameters, d_model = 1 and constant rows, gradients, the input left unchanged) run when your notebook is graded.
+# Hidden tests for LayerNorm (edge cases: the initial parameters, an integer eps, d_model = 1 and constant rows, gradients, the input left unchanged) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 import torch.nn.functional as F
@@ -442,6 +462,22 @@ for args, eps in [((9,), 1e-5), ((9, 0.25), 0.25)]:
     checks.assert_true(type(eps_seen) is float and eps_seen == eps, name=f"LayerNorm{args}.eps",
                        problem=f"expected the float {eps}, got {eps_seen!r}.",
                        hint="Store the argument as self.eps = eps, a plain float, as nn.LayerNorm does.")
+
+# An integer eps is accepted and means the same float (nn.LayerNorm(2, eps=1) works): eps = 1 gives +-1/sqrt(2) here,
+# and the attribute holds the number 1 (the int as given, or 1.0).
+try:
+    ln = LayerNorm(2, eps=1)
+except (TypeError, ValueError, AssertionError) as error:
+    checks.assert_true(False, name="LayerNorm(2, eps=1)",
+                       problem=f"the call raised {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}",
+                       hint="eps may be an int, as in nn.LayerNorm(2, eps=1): accept it and use it as a number.")
+x = torch.tensor([[-1.0, 1.0], [3.0, 5.0]])
+checks.assert_close(ln(x), F.layer_norm(x, (2,), eps=1.0), atol=1e-6, name="LayerNorm(2, eps=1) (an int eps)",
+                    hint="An int eps means the same number as a float: (x - mu) / sqrt(var + 1).")
+eps_seen = ln.eps
+checks.assert_true(type(eps_seen) in (int, float) and eps_seen == 1, name="LayerNorm(2, eps=1).eps",
+                   problem=f"expected the number 1 (int or float), got {eps_seen!r}.",
+                   hint="Keep eps as a plain Python number: self.eps = eps (or float(eps)), not a tensor or a parameter.")
 
 # d_model = 1 and constant rows give the bias.
 ln = LayerNorm(1)
@@ -511,11 +547,18 @@ base = torch.randn(1, 512, generator=torch.Generator().manual_seed(0), dtype=tor
 base = (base - base.mean()) / base.std(correction=0)            # spread exactly 1
 ours = LayerNorm(512).double()
 print(f"{'sigma':>8} {'sqrt(var + eps)':>17} {'sigma + eps':>13} {'max |difference|':>18}")
+spread = {}
 for sigma in [1.0, 0.1, 0.01, 0.003, 0.001, 0.0001]:
     x = 7.0 + sigma * base
     with torch.no_grad():
         a, b = ours(x), sigma_plus_eps_norm(x)
+    spread[sigma] = (a.std(correction=0).item(), b.std(correction=0).item())
     print(f"{sigma:>8g} {a.std(correction=0).item():>17.4f} {b.std(correction=0).item():>13.4f} {(a - b).abs().max().item():>18.2e}")
+claims.claim(f"At sigma = 1 the two forms give spreads {spread[1.0][0]:.4f} and {spread[1.0][1]:.4f}; at sigma = 1e-3 "
+             f"the square-root form gives {spread[0.001][0]:.2f} and sigma + eps {spread[0.001][1]:.2f}, "
+             f"{spread[0.001][1] / spread[0.001][0]:.1f} times more",
+             holds=abs(spread[1.0][0] - spread[1.0][1]) < 1e-3 and abs(spread[0.001][0] - 0.30) < 0.02
+             and abs(spread[0.001][1] - 0.99) < 0.01, why_it_may_not="your LayerNorm differs from nn.LayerNorm")
 with torch.no_grad():
     x = torch.randn(4, 64, dtype=torch.float64)
     print("\nyour LayerNorm against nn.LayerNorm on random data: max |difference| =",
@@ -831,6 +874,12 @@ print("FeedForward: hidden tests (edge cases) passed")
 # input through unchanged, its output is always standardised.
 # </details>
 #
+# **An exercise in stacking.** Once your `PreLNBlock` passes its tests, stack four of them with $d = 64$, $h = 4$ and
+# $d_\text{ff} = 256$ (`nn.Sequential` will do), pass a random batch of shape $(2, 12, 64)$ (batch 2, length 12) through
+# the stack, and check two things: the output has the input's shape, and after `out.sum().backward()` every
+# parameter holds a gradient (`all(p.grad is not None for p in stack.parameters())`). The cell after Exercise 4
+# does it, and the hidden tests run the same check on your blocks.
+#
 # **Parameter layout.** The hidden tests build your block, load a `state_dict` into it and compare with a
 # block assembled from `nn.LayerNorm`, `nn.MultiheadAttention` and `nn.Linear`, so the names are part of the
 # contract:
@@ -999,7 +1048,7 @@ checks.assert_close(block(x7, causal=True), reference(sd, x7, 2, 32, "gelu", Tru
                     name="PreLNBlock(8, 2)(x, causal=True) on T = 7 after calls with T = 5",
                     hint="Build the mask from this call's T; a mask kept from an earlier call has the wrong size.")
 
-# The exercise from the text: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
+# The stacking exercise of section 4: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
 stack = probes.make("torch.nn.Sequential", *[PreLNBlock(64, 4) for _ in range(4)])
 result = probes.gradients(stack, torch.randn(2, 12, 64, generator=g).requires_grad_())
 checks.assert_tensor(result["output"], name="four stacked PreLNBlock(64, 4) on a (2, 12, 64) input", shape=(2, 12, 64),
@@ -1351,7 +1400,7 @@ checks.assert_close(block(x7, causal=True), reference(sd, x7, 2, 32, "gelu", Fal
                     name="PostLNBlock(8, 2)(x, causal=True) on T = 7 after calls with T = 5",
                     hint="Build the mask from this call's T; a mask kept from an earlier call has the wrong size.")
 
-# The exercise from the text: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
+# The stacking exercise of section 4: four blocks, d_model = 64, h = 4, on a (2, 12, 64) input.
 stack = probes.make("torch.nn.Sequential", *[PostLNBlock(64, 4) for _ in range(4)])
 result = probes.gradients(stack, torch.randn(2, 12, 64, generator=g).requires_grad_())
 checks.assert_tensor(result["output"], name="four stacked PostLNBlock(64, 4) on a (2, 12, 64) input", shape=(2, 12, 64),
@@ -1550,9 +1599,9 @@ print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="542e46fc"
-# Your two blocks against each other on the same weights, and the exercise from the text: four Pre-LN blocks
-# with $d = 64$, $h = 4$, $d_\text{ff} = 256$ on a batch of shape $(2, 12, 64)$. The output keeps the shape, and
-# after one backward pass every one of the $4 \times 12$ parameter tensors holds a gradient.
+# Your two blocks against each other on the same weights, and the stacking exercise posed in section 4: four
+# Pre-LN blocks with $d = 64$, $h = 4$, $d_\text{ff} = 256$ on a batch of shape $(2, 12, 64)$, one backward pass of
+# the output's sum, and a look at which of the $4 \times 12$ parameter tensors received a gradient.
 
 # %% id="bc1f01cb"
 torch.manual_seed(0)
@@ -1573,12 +1622,17 @@ for name, grad in grads[:12]:
     print(f"   {name:24} {str(tuple(grad.shape)):12} gradient norm {grad.norm():.3g}")
 key_bias = [block.attn.in_proj_bias.grad[64:128].abs().max().item() for block in stack]
 print("largest |gradient| in the key part of attn.in_proj_bias, per block:", [f"{v:.0e}" for v in key_bias])
+smallest_norm = min(grad.norm().item() for _, grad in grads)
+claims.claim(f"The stack keeps the shape {tuple(out.shape)} and all {len(grads)} parameter tensors hold a gradient; the key "
+             f"part of attn.in_proj_bias gets at most {max(key_bias):.0e}, while the smallest whole tensor's gradient norm "
+             f"is {smallest_norm:.2g}", holds=out.shape == x.shape and len(grads) == 48
+             and all(g is not None for _, g in grads) and max(key_bias) < 1e-4 * smallest_norm)
 
 
 # %% [markdown] id="704ce223"
 # The last line is worth a second look: the gradient of `attn.in_proj_bias` is not zero, but the part of it
-# that belongs to the **keys** (entries $d$ to $2d$) is zero up to rounding (about $10^{-7}$, against gradient
-# norms of 10 to 500 elsewhere), in every block and at every step.
+# that belongs to the **keys** (entries $d$ to $2d$) is zero up to rounding (the claim above compares it with the
+# gradient norms elsewhere), in every block and at every step.
 # Adding the same vector $b_K$ to every key adds $q_i \cdot b_K$ to every score of query $i$, the same number
 # for all keys, and softmax ignores a constant shift. The key bias is a parameter that can never learn
 # (some implementations drop it).
@@ -1674,6 +1728,13 @@ print("  without residuals:", "  ".join(f"{plain_grad[i]:.2e}" for i in (0, 6, 1
 ratio_to_top = [v / res_grad[-1] for v in res_grad]
 print(f"with residuals, smallest gradient norm / the top's: {min(ratio_to_top):.2f}; "
       f"layer 0 / the top (layer {L - 1}): {ratio_to_top[0]:.1f}x over {L} layers")
+zero_layers = sum(v == 0 for v in plain_grad)
+bottom_half = max(plain_grad[:L // 2]) / plain_grad[-1]
+claims.claim(f"Without residuals the gradient is exactly 0 at the bottom {zero_layers} of the {L} layers, and over the "
+             f"bottom half at most {bottom_half:.0e} times the top's; with residuals it never falls below the top's "
+             f"({min(ratio_to_top):.2f} at least) and is {ratio_to_top[0]:.1f} times the top's at layer 0",
+             holds=plain_grad[0] == 0 and all(v == 0 for v in plain_grad[:zero_layers]) and bottom_half < 1e-10
+             and min(ratio_to_top) >= 1 and ratio_to_top[0] > 10)
 
 fig, ax = plt.subplots(figsize=(7, 4))
 ax.semilogy(range(L), res_grad, "o-", label="x + F(x): with residuals")
@@ -1688,9 +1749,10 @@ plt.show()
 
 # %% [markdown] id="fcab3a8a"
 # With residuals the gradient changes smoothly (the factor between layer 0 and the top is printed above, more than one
-# order of magnitude in this run), and it grows towards the input rather than shrinking: every layer's own path adds its share to the identity path. Without them it falls by orders of
-# magnitude per few layers and reaches exactly zero in float32: the bottom half of that network cannot learn at
-# all, whatever the learning rate. This is the "gradient highway": the chain of additions gives every layer a
+# order of magnitude in this run), and it grows towards the input rather than shrinking: every layer's own path adds
+# its share to the identity path. Without them it falls by orders of magnitude per few layers and reaches exactly
+# zero in float32: the bottom layers of that network (the claim counts them) cannot learn at all, whatever the
+# learning rate, and the rest of its bottom half gets a gradient more than ten orders of magnitude below the top's. This is the "gradient highway": the chain of additions gives every layer a
 # direct line to the loss.
 #
 # ### Pre-LN against Post-LN at initialisation
@@ -1705,6 +1767,18 @@ plt.show()
 # input, the regime where the two placements differ most) and the same loss as above (the Pre-LN stack gets
 # its final LayerNorm). Left: the size of the residual stream entering each layer. Right: the norm of the
 # gradient of each layer's parameters, what an optimiser step is made of.
+#
+# **Predict before you run.** Which of the two streams grows with depth? And at the top of the stack, whose
+# parameter gradients are larger? (Section 1 quoted an explanation that says Post-LN's stream grows: test it.)
+#
+# <details><summary>Answer</summary>
+#
+# Pre-LN's stream grows: each sublayer adds an update of about the size of the normalised copy it read, and
+# nothing ever rescales the sum. Post-LN's stream is normalised after every sublayer and stays at unit size,
+# the opposite of the quoted explanation. At the top, Post-LN's gradients are the larger ones: in Pre-LN each
+# later sublayer reads its input through a LayerNorm that divides by an ever larger stream, so its effect on the
+# loss, and its gradient, shrinks with depth. The cell prints both ratios.
+# </details>
 
 # %% id="aaac159c"
 def unit_scale_init(blocks, seed=0):
@@ -1748,6 +1822,14 @@ for label, rms, grad in [("Pre-LN", pre_rms, pre_param), ("Post-LN", post_rms, p
     print(f"{label:8} stream RMS layer 0 -> 23: {rms[0]:.2f} -> {rms[-1]:.2f};   mean parameter gradient, "
           f"bottom 4 layers {mean(grad[:4]):.2f}, top 4 layers {mean(grad[-4:]):.2f} (top / bottom = {mean(grad[-4:]) / mean(grad[:4]):.2f})")
 print(f"top 4 layers: Post-LN's gradients are {mean(post_param[-4:]) / mean(pre_param[-4:]):.1f} times Pre-LN's")
+post_trend = mean(post_param[-4:]) / mean(post_param[:4])
+pre_trend = mean(pre_param[-4:]) / mean(pre_param[:4])
+claims.claim(f"Post-LN's stream stays between {min(post_rms):.2f} and {max(post_rms):.2f} RMS while Pre-LN's grows "
+             f"{pre_rms[-1] / pre_rms[0]:.1f}-fold; Pre-LN's gradients fall with depth (top / bottom {pre_trend:.2f}), "
+             f"Post-LN's show no such fall ({post_trend:.2f}), and at the top Post-LN's are "
+             f"{mean(post_param[-4:]) / mean(pre_param[-4:]):.1f} times Pre-LN's",
+             holds=max(abs(r - 1) for r in post_rms[1:]) < 0.05 and pre_rms[-1] / pre_rms[0] > 2.5
+             and pre_trend < 0.5 and 0.5 < post_trend < 2 and mean(post_param[-4:]) / mean(pre_param[-4:]) > 2)
 
 
 # %% [markdown] id="6721abe4"
@@ -1756,12 +1838,17 @@ print(f"top 4 layers: Post-LN's gradients are {mean(post_param[-4:]) / mean(pre_
 # * **Post-LN** resets the stream to unit size after every sublayer (left, flat at 1), and its parameter
 #   gradients are about the same size at every depth (right: noisy, no trend). At this depth and initialisation
 #   the $2L$ LayerNorms on the highway neither kill nor amplify the gradient on its way down.
-# * **Pre-LN** lets the stream grow as the updates accumulate (left: its RMS rises about fourfold), and its
-#   parameter gradients **fall with depth** in step: each later sublayer reads its input through a LayerNorm
-#   that divides by an ever larger stream, so its effect on the loss, and its gradient, is scaled down.
+# * **Pre-LN** lets the stream grow as the updates accumulate (left: its RMS rises severalfold, the claim above
+#   gives the factor), and its parameter gradients **fall with depth** in step: each later sublayer reads its input
+#   through a LayerNorm that divides by an ever larger stream, so its effect on the loss, and its gradient, is
+#   scaled down.
 #
-# So the difference sits at the top of the stack: there Post-LN's gradients are several times larger than
-# Pre-LN's, and in deeper Post-LN models they stay that large, while Pre-LN's shrink as layers are added.
+# This is where the explanation quoted in section 1 goes wrong. It has Post-LN's residual stream "accumulating
+# unnormalised updates" to a large magnitude; the left panel shows Post-LN's stream flat at 1 and Pre-LN's the one
+# that grows. Whatever makes Post-LN hard to train, it is not the size of its stream. What the right panel shows is
+# the reason that holds up: the difference sits at the top of the stack, where Post-LN's gradients are several
+# times larger than Pre-LN's, and in deeper Post-LN models they stay that large, while Pre-LN's shrink as layers
+# are added.
 # Xiong et al. (2020) worked this out: with Post-LN the gradients of the last layers at initialisation do not
 # decrease with depth, so a full learning rate from step 0 makes them take steps that are too large, and
 # training diverges unless the learning rate is **warmed up** over the first thousands of steps (the original
