@@ -1,0 +1,90 @@
+"""A training run's progress on the screen: a bar while it runs, one clean line when it ends.
+
+``tqdm.auto`` draws a widget in JupyterLab, VS Code and Colab when ``ipywidgets`` is installed (the
+``student`` extra installs it) and text elsewhere. Left as it is, a finished bar stays on the screen frozen
+at the step of its last redraw ("5/750"), and the stop button leaves a 40-line traceback that hides how far
+training got. ``training_steps`` fixes both::
+
+    with progress.training_steps(750, "GPT", predicted_s=guess) as steps:
+        for step in steps:
+            loss = ...
+            steps.show(loss=loss)
+
+* while it runs: the bar (steps, rate, time left) and the last loss;
+* when it ends: the bar is removed and one line stays: ``GPT: 750 steps in 141 s (predicted 150 s), last
+  loss 1.734``;
+* when you stop it (the stop button, Ctrl-C): one line says at which step it stopped and that your answers
+  still grade (grading never runs these cells), and the cell ends with ``TrainingStopped``, a
+  ``KeyboardInterrupt`` shown without a traceback, so cells queued after it do not run.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tqdm.auto import tqdm
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """A training run stopped by its user; shown as its one-line message, not a traceback."""
+
+    def _render_traceback_(self):   # IPython shows this instead of a traceback
+        return [str(self)]
+
+
+class TrainingSteps:
+    """The steps ``start .. total - 1`` of a run, iterated once, inside a ``with`` block (``training_steps``)."""
+
+    def __init__(self, total: int, desc: str, *, start: int = 0, predicted_s: float | None = None):
+        if not isinstance(total, int) or not isinstance(start, int) or not 0 <= start <= total:
+            raise ValueError(f"training_steps: need 0 <= start <= total (whole numbers), got start={start!r}, "
+                             f"total={total!r}")
+        self.total, self.desc, self.start, self.predicted_s = total, desc, start, predicted_s
+        self.done = start                 # steps finished so far (the next step's index)
+        self.last: dict[str, float] = {}  # what ``show`` was given last
+        self.bar = None
+        self.began = 0.0
+
+    def __enter__(self) -> "TrainingSteps":
+        self.began = time.perf_counter()
+        self.bar = tqdm(total=self.total, initial=self.start, desc=self.desc, mininterval=1.0, leave=False,
+                        unit="step", dynamic_ncols=True)
+        return self
+
+    def __iter__(self):
+        for step in range(self.done, self.total):
+            yield step
+            self.done = step + 1
+            self.bar.update(1)
+
+    def show(self, **values: float) -> None:
+        """Show these figures beside the bar (e.g. ``loss=2.1``) and in the final line."""
+        self.last = {name: float(value) for name, value in values.items()}
+        self.bar.set_postfix({name: f"{value:.3f}" for name, value in self.last.items()}, refresh=False)
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.began
+
+    def summary(self) -> str:
+        """The line a finished run leaves: steps, time (and the prediction), the last figures shown."""
+        predicted = f" (predicted {self.predicted_s:.0f} s)" if self.predicted_s is not None else ""
+        figures = "".join(f", last {name} {value:.3f}" for name, value in self.last.items())
+        return f"{self.desc}: {self.done - self.start} steps in {self.seconds():.0f} s{predicted}{figures}"
+
+    def __exit__(self, kind, error, trace) -> bool:
+        self.bar.close()
+        if kind is None:
+            print(self.summary(), flush=True)
+            return False
+        if issubclass(kind, KeyboardInterrupt) and not issubclass(kind, TrainingStopped):
+            raise TrainingStopped(
+                f"{self.desc}: stopped by you at step {self.done} of {self.total} after {self.seconds():.0f} s. "
+                "Your answers still grade: grading runs your answer cells and the tests, never this cell. "
+                "Run the cell again to train from the start.") from None
+        return False
+
+
+def training_steps(total: int, desc: str, *, start: int = 0, predicted_s: float | None = None) -> TrainingSteps:
+    """Steps ``start`` to ``total - 1`` with a bar; see the module's docstring. ``ValueError`` unless
+    ``0 <= start <= total`` are whole numbers."""
+    return TrainingSteps(total, desc, start=start, predicted_s=predicted_s)
