@@ -198,7 +198,7 @@ def test_notebook_09_falls_back_part_by_part_on_untouched_notebooks_and_runs_the
     assert yours == "your parts: yours: none, and this notebook's GPT, AdamW, clipping and train_step", line
     for part in PARTS_OF_09:
         assert f"{part} (" in fallen, line
-    assert fallen.count("fails (NotImplementedError)") == len(PARTS_OF_09), line
+    assert fallen.count("is not answered yet") == len(PARTS_OF_09) and "NotImplementedError" not in line, line
     assert "the same run: every model part fell back" in printed, printed[-3000:]
     assert "(GPU configuration) in bfloat16 autocast on the CPU" in printed, printed[:2000]
     assert "standard library:" in printed and "predicted on Colab's T4 (float16 + GradScaler)" in printed
