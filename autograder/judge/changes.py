@@ -194,3 +194,19 @@ def _keys(keys: list) -> str:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+GLOBAL_RNG_EXAMPLES = {"torch": "torch.rand, torch.randint or torch.multinomial without generator=",
+                       "numpy": "numpy.random", "random": "Python's random module"}
+
+
+def global_rng_used(label: str, names) -> str:
+    """The failure message for a call, given a generator of its own, that drew from (or reseeded) a global
+    random generator (``kernel_agent.global_rngs_changed``): ``names`` from the runner's report."""
+    known = [n for n in (names if type(names) is list else []) if n in GLOBAL_RNG_EXAMPLES][:3] or ["torch"]
+    who = label[5:] if label.startswith("your ") else label
+    which = " and ".join(f"{n}'s ({GLOBAL_RNG_EXAMPLES[n]})" for n in known)
+    return (f"{who} changed the global random state: it drew from {which} global generator, or seeded it. "
+            "It is given a generator: every random draw must come from that one (pass generator=...), and the "
+            "caller's global random state must be left as it was.\nHint: the same seed must give the same "
+            "result whatever else the program draws, and your function must not change what it draws next.")

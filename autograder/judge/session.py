@@ -19,7 +19,7 @@ from ..sandbox.limits import Limits
 from . import wire, wire_decode
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
-from .changes import changed_inputs
+from .changes import changed_inputs, global_rng_used
 from .handles import Handle, Probes, StudentCodeError, exception_from
 from .outputs import error_output, image_output, is_base64, stream_output
 from .transport import Connection, RunnerGone
@@ -184,6 +184,8 @@ class Session:
             value = wire_decode.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
         except (wire.WireError, RecursionError, TypeError, ValueError) as error:
             raise StudentCodeError(f"{label} returned something the grader cannot read: {error}") from None
+        if sent is not None and reply.get("global_rng"):
+            raise _check_failure(global_rng_used(label, reply.get("global_rng")))
         if sent is not None and reply.get("changed"):
             problem = changed_inputs(label, sent[0], sent[1], reply.get("changed"))
             if problem:

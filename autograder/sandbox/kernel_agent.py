@@ -95,11 +95,19 @@ class Agent:
                 sent_kwargs = request.get("kwargs", {"$": "dict", "items": []})
                 args = self.value(sent_args)
                 kwargs = self.value(sent_kwargs)
+                before = global_rng_states() if given_a_generator(args, kwargs) else None
                 result = _quietly(target, args, kwargs)
+                reply = {"ok": True}
+                if before is not None:
+                    touched = global_rngs_changed(before)
+                    if touched:
+                        reply["global_rng"] = touched
                 if request.get("may_mutate") is not True:
                     changed = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
                     if changed:
-                        return {"ok": True, "value": wire.encode(result, self.remember), "changed": changed}
+                        reply["changed"] = changed
+                if len(reply) > 1:
+                    return {**reply, "value": wire.encode(result, self.remember)}
             elif op == "probe":
                 from utils import probes
 
@@ -115,6 +123,43 @@ class Agent:
             return {"ok": True, "value": wire.encode(result, self.remember)}
         except BaseException as error:  # noqa: BLE001 - every failure of student code is an answer
             return {"ok": False, "error": describe_error(error)}
+
+
+# --------------------------------------------------------------------------------------------------
+# The global random generators, around a call given a generator of its own (issue 49): the course's
+# convention is that such a function draws only from the generator it is given, and leaves the caller's
+# global random state (PyTorch's, NumPy's, Python's) as it was. The judge fails a call reported here.
+
+def given_a_generator(args, kwargs) -> bool:
+    import torch
+
+    return any(isinstance(value, torch.Generator) for value in (*args, *kwargs.values()))
+
+
+def global_rng_states() -> dict:
+    import random
+
+    import numpy
+    import torch
+
+    return {"torch": torch.random.get_rng_state(), "numpy": numpy.random.get_state(), "random": random.getstate()}
+
+
+def global_rngs_changed(before: dict) -> list[str]:
+    """The names of the global generators whose state differs from ``before`` (``global_rng_states``)."""
+    import numpy
+    import torch
+
+    after = global_rng_states()
+    changed = []
+    if not torch.equal(before["torch"], after["torch"]):
+        changed.append("torch")
+    old, new = before["numpy"], after["numpy"]
+    if old[0] != new[0] or not numpy.array_equal(old[1], new[1]) or tuple(old[2:]) != tuple(new[2:]):
+        changed.append("numpy")
+    if before["random"] != after["random"]:
+        changed.append("random")
+    return changed
 
 
 # --------------------------------------------------------------------------------------------------

@@ -72,6 +72,24 @@ def uses_model(model, x, generator):
 
 def nan_safe(x):
     return torch.nan_to_num(x)           # reads only: an input with NaNs is unchanged
+
+def draws_globally(n, generator):
+    return torch.randint(0, 10, (n,))    # ignores its generator: the caller's global stream moves
+
+def reseeds_globally(n, generator):
+    torch.manual_seed(generator.initial_seed())   # reproducible, but resets the caller's global state
+    return torch.randint(0, 10, (n,))
+
+def numpy_draw(n, generator):
+    import numpy
+    return torch.from_numpy(numpy.random.randint(0, 10, n))
+
+def python_draw(n, generator):
+    import random
+    return torch.tensor([random.randrange(10) for _ in range(n)])
+
+def draws_from_its_generator(n, generator):
+    return torch.randint(0, 10, (n,), generator=generator)
 '''
 
 
@@ -291,3 +309,25 @@ def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
         said = "double: the grader cannot check that your code leaves its inputs unchanged (reaches into the grader"
         assert said in page or said.replace("'", "&#x27;") in page, student
     assert rows["correct"].flags == "" and rows["correct_classmate"].flags == ""
+
+
+@pytest.mark.parametrize("name, which", [("draws_globally", "torch's"), ("reseeds_globally", "torch's"),
+                                         ("numpy_draw", "numpy's"), ("python_draw", "random's")])
+def test_a_function_given_a_generator_that_touches_a_global_one_fails(student, name, which):
+    """Issue 49: 'the generator is the only source of randomness' is observed on every call given one."""
+    reply, _ = student.call(name, 5, torch.Generator().manual_seed(3))
+    from autograder.judge.changes import global_rng_used
+    message = global_rng_used(f"your {name}", reply.get("global_rng"))
+    assert reply.get("global_rng") == [which[:-2]], reply.get("global_rng")
+    assert message.startswith(f"{name} changed the global random state: it drew from {which}"), message
+
+
+def test_drawing_from_the_given_generator_leaves_no_report(student):
+    state = torch.random.get_rng_state()
+    reply, _ = student.call("draws_from_its_generator", 5, generator=torch.Generator().manual_seed(3))
+    assert "global_rng" not in reply and torch.equal(state, torch.random.get_rng_state())
+
+
+def test_without_a_generator_global_draws_are_not_judged(student):
+    reply, _ = student.call("draws_globally", 5, None)
+    assert "global_rng" not in reply
