@@ -210,3 +210,18 @@ def global_rng_used(label: str, names) -> str:
             "It is given a generator: every random draw must come from that one (pass generator=...), and the "
             "caller's global random state must be left as it was.\nHint: the same seed must give the same "
             "result whatever else the program draws, and your function must not change what it draws next.")
+
+
+def argument_returned(label: str, entries) -> str:
+    """The failure message for a call that returned one of its by-value arguments itself
+    (``kernel_agent.returned_arguments``)."""
+    first = entries[0] if type(entries) is list and entries and type(entries[0]) is dict else {}
+    name = first.get("name")
+    name = name if type(name) is str and name.isidentifier() else f"argument {name}" if type(name) is int else "an argument"
+    path = first.get("path") if type(first.get("path")) is list else []
+    where = "its result" if not path else "part " + "".join(f"[{i}]" for i in path if type(i) is int) + " of its result"
+    who = label[5:] if label.startswith("your ") else label
+    return (f"{who} returned the caller's own `{name}` as {where} (the same object, or a view of all of its "
+            f"memory), not a new one: a caller who changes the result changes their `{name}` too.\nHint: return "
+            "a new tensor or list (x.clone(), list(x), or a computation that makes one), also on the branch where "
+            "nothing needs to change.")

@@ -19,7 +19,7 @@ from ..sandbox.limits import Limits
 from . import wire, wire_decode
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
-from .changes import changed_inputs, global_rng_used
+from .changes import argument_returned, changed_inputs, global_rng_used
 from .handles import Handle, Probes, StudentCodeError, exception_from
 from .outputs import error_output, image_output, is_base64, stream_output
 from .transport import Connection, RunnerGone
@@ -186,6 +186,8 @@ class Session:
             raise StudentCodeError(f"{label} returned something the grader cannot read: {error}") from None
         if sent is not None and reply.get("global_rng"):
             raise _check_failure(global_rng_used(label, reply.get("global_rng")))
+        if sent is not None and reply.get("returned_argument"):
+            raise _check_failure(argument_returned(label, reply.get("returned_argument")))
         if sent is not None and reply.get("changed"):
             problem = changed_inputs(label, sent[0], sent[1], reply.get("changed"))
             if problem:

@@ -106,6 +106,9 @@ class Agent:
                     changed = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
                     if changed:
                         reply["changed"] = changed
+                    returned = returned_arguments(target, result, args, kwargs)
+                    if returned:
+                        reply["returned_argument"] = returned
                 if len(reply) > 1:
                     return {**reply, "value": wire.encode(result, self.remember)}
             elif op == "probe":
@@ -160,6 +163,78 @@ def global_rngs_changed(before: dict) -> list[str]:
     if before["random"] != after["random"]:
         changed.append("random")
     return changed
+
+
+# --------------------------------------------------------------------------------------------------
+# A result that is the caller's own object (issue 49): a tensor, array, list or dict passed by value and
+# returned as it is (or a tensor viewing exactly the same memory: x.view_as(x), x[:], x.detach()), so a
+# caller who edits the result edits their input. No exercise's contract allows it (those that may return a
+# view, as split_heads, change the shape); often it is a degenerate branch ("nothing to mask: return ids").
+
+MAX_RETURNED_DEPTH = 4
+
+
+def returned_arguments(target, result, args, kwargs) -> list[dict]:
+    """``{"path": [index, ...] into the result, "name": the argument's parameter name or position}`` for each
+    part of ``result`` that is one of the by-value arguments (or a tensor over exactly its memory)."""
+    inputs: list[tuple[object, object]] = []
+    for position, value in enumerate(args):
+        _collect(value, position, inputs, 0)
+    for keyword, value in kwargs.items():
+        _collect(value, keyword, inputs, 0)
+    if not inputs:
+        return []
+    found: list[dict] = []
+    _find_returned(result, [], inputs, found, 0)
+    if found:
+        names = _parameter_names(target, len(args), kwargs)
+        for entry in found:
+            entry["name"] = names.get(entry["name"], entry["name"]) if type(entry["name"]) is int else entry["name"]
+    return found[:MAX_CHANGES]
+
+
+def _mutable_value(value) -> bool:
+    import numpy
+    import torch
+
+    return isinstance(value, (torch.Tensor, numpy.ndarray, list, dict))
+
+
+def _collect(value, arg, inputs: list, depth: int) -> None:
+    if depth > MAX_RETURNED_DEPTH or not _mutable_value(value) and not isinstance(value, tuple):
+        return
+    if _mutable_value(value):
+        inputs.append((value, arg))
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    for item in list(items)[:64]:
+        _collect(item, arg, inputs, depth + 1)
+
+
+def _same_object(a, b) -> bool:
+    import torch
+
+    if a is b:
+        return True
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.numel() > 0 and a.device.type != "meta":
+        try:
+            return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+                    and a.dtype == b.dtype)
+        except RuntimeError:
+            return False
+    return False
+
+
+def _find_returned(value, path: list, inputs: list, found: list, depth: int) -> None:
+    if depth > MAX_RETURNED_DEPTH or len(found) >= MAX_CHANGES:
+        return
+    if _mutable_value(value):
+        for original, arg in inputs:
+            if _same_object(value, original):
+                found.append({"path": list(path), "name": arg})
+                return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value[:64]):
+            _find_returned(item, path + [index], inputs, found, depth + 1)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -90,7 +90,22 @@ def python_draw(n, generator):
 
 def draws_from_its_generator(n, generator):
     return torch.randint(0, 10, (n,), generator=generator)
+
+def mask_nothing(ids, p):
+    if p == 0:
+        return ids, torch.zeros_like(ids, dtype=torch.bool)   # the degenerate branch: the caller's ids
+    return ids.clone(), ids > 0
+
+def same_memory(x):
+    return x.view_as(x)
+
+def keeps_list(tokens):
+    return tokens
+
+def reshaped_view(x):
+    return x.view(-1)                     # a view with another shape: not the caller's tensor as it is
 '''
+
 
 
 class Student:
@@ -331,3 +346,23 @@ def test_drawing_from_the_given_generator_leaves_no_report(student):
 def test_without_a_generator_global_draws_are_not_judged(student):
     reply, _ = student.call("draws_globally", 5, None)
     assert "global_rng" not in reply
+
+
+@pytest.mark.parametrize("name, args, expected", [
+    ("mask_nothing", (torch.arange(4), 0), "mask_nothing returned the caller's own `ids` as part [0] of its result"),
+    ("same_memory", (torch.ones(3),), "same_memory returned the caller's own `x` as its result"),
+    ("keeps_list", ([1, 2],), "keeps_list returned the caller's own `tokens` as its result"),
+])
+def test_returning_the_callers_own_object_fails_on_every_call(student, name, args, expected):
+    """Issue 49: 'a new object' is observed on every call, degenerate branches included."""
+    from autograder.judge.changes import argument_returned
+    reply, _ = student.call(name, *args)
+    message = argument_returned(f"your {name}", reply.get("returned_argument"))
+    assert message.startswith(expected), message
+
+
+def test_new_results_and_reshaped_views_are_not_reported(student):
+    for name, args in (("mask_nothing", (torch.arange(4), 1)), ("reshaped_view", (torch.ones(2, 3),)),
+                       ("good", (torch.ones(2),))):
+        reply, _ = student.call(name, *args)
+        assert "returned_argument" not in reply, (name, reply.get("returned_argument"))
