@@ -1365,7 +1365,8 @@ print("Seq2Seq: hidden edge tests passed")
 #
 # *Points: 1 visible, 2 hidden (batches whose rows end at different steps, a maximum length that cuts rows short,
 # other BOS/EOS/pad ids, one encoder run and one `cross_kv` per call, one `decode` per returned column), 1 hidden
-# (`max_len = 0`, no gradients and eval mode while decoding, the model's mode restored, a new tensor).*
+# (`max_len = 0` and a negative `max_len`, no gradients and eval mode while decoding, every module's own mode restored,
+# submodules in modes of their own included, a new tensor).*
 
 # %% id="91f2ec3d" nbgrader={"grade": false, "grade_id": "greedy_decode", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1374,7 +1375,8 @@ import torch
 def greedy_decode(model, src, src_padding_mask, max_len, bos_id=1, eos_id=2, pad_id=0):
     """Greedy decoding with an encoder-decoder that has Seq2Seq's encode, cross_kv and decode methods.
 
-    src: int64 (B, S); src_padding_mask: bool (B, S), True at padding; max_len >= 0: the most tokens a row gets.
+    src: int64 (B, S); src_padding_mask: bool (B, S), True at padding; max_len: int >= 0, the most tokens a
+    row gets. Raises ValueError if max_len < 0, before it touches the model.
     Calls model.encode(src, src_padding_mask) once and model.cross_kv(memory) once, and passes that one
     memory_kv to every step. Every row starts from [bos_id]; each step calls
     model.decode(tokens so far, memory_kv, src_padding_mask) once and appends the argmax of the LAST
@@ -1382,12 +1384,16 @@ def greedy_decode(model, src, src_padding_mask, max_len, bos_id=1, eos_id=2, pad
     model says). Decoding stops when every row is finished or after max_len steps, whichever comes first (so
     model.decode is called once per returned column, never more).
     Returns a new int64 tensor (B, L) of the generated tokens without the BOS, L <= max_len (L < max_len only
-    when every row has finished; max_len = 0 gives shape (B, 0)). Runs with gradients off and the model in
-    eval mode, and gives the model back in the mode (train or eval) it came in; autograd's mode after the call
-    is what it was before (gradients off with a torch.no_grad() block, not torch.set_grad_enabled(False)).
+    when every row has finished). max_len = 0 returns an empty int64 tensor of shape (B, 0) and never calls
+    model.decode (whether it encodes first is left to you). Runs with gradients off and the model in eval mode
+    (every submodule too), and gives every module back in the mode it came in, each its own: a model in train
+    mode whose encoder was in eval mode (frozen) comes back exactly so. Autograd's mode after the call is what
+    it was before (gradients off with a torch.no_grad() block, not torch.set_grad_enabled(False)).
     """
     ### BEGIN SOLUTION
-    was_training = model.training
+    if max_len < 0:
+        raise ValueError(f"max_len must be >= 0, got {max_len}")
+    modes = [(module, module.training) for module in model.modules()]     # each module's own mode
     model.eval()
     try:
         with torch.no_grad():
@@ -1403,7 +1409,8 @@ def greedy_decode(model, src, src_padding_mask, max_len, bos_id=1, eos_id=2, pad
                 tokens = torch.cat([tokens, chosen[:, None]], dim=1)
                 finished = finished | (chosen == eos_id)
     finally:
-        model.train(was_training)
+        for module, training in modes:
+            module.training = training
     return tokens[:, 1:].clone()
     ### END SOLUTION
 
@@ -1456,7 +1463,7 @@ print("greedy_decode: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="b7a3c99e" nbgrader={"grade": true, "grade_id": "test_greedy_decode_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for greedy_decode (max_len = 0, modes and gradients, a new tensor) run when your notebook is graded.
+# Hidden tests for greedy_decode (max_len = 0 and below, modes and gradients, mixed modes, a new tensor) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 from utils import checks, probes
@@ -1481,8 +1488,40 @@ for starts_training in (True, False):
                        problem="it came back in the other mode.", hint="Remember model.training and restore it.")
     checks.assert_equal(model.modes(), {"model": starts_training, "inner": starts_training},
                         name=f"the modes of the model and of its submodule after greedy_decode, given in {start} mode",
-                        hint="Restore with model.train(was_training), which sets every submodule; assigning "
-                             "model.training = was_training restores the top module only.")
+                        hint="Give every module its own mode back (record module.training for each of "
+                             "model.modules() and set it again); assigning model.training = was_training restores the "
+                             "top module only.")
+# Submodules in modes of their own (a frozen part in eval mode inside a model in train mode, or the reverse) get
+# each its own mode back; model.train(was_training) would set them all alike.
+for top, inner in ((True, False), (False, True)):
+    model = probes.make("utils.toy_models.CopySeq2Seq", 12)
+    model.train(top)
+    model.inner.train(inner)
+    out = greedy_decode(model, src, mask, 5)
+    checks.assert_equal(out.tolist(), [[5, 6, 2]], name=f"greedy_decode on a model in mode {top} whose submodule is in mode {inner}",
+                        hint="Decode with every module in eval mode (model.eval()).")
+    checks.assert_equal([c["training"] for c in model.decode_calls], [False] * 3,
+                        name=f"training mode in each decode call, model in mode {top} and its submodule in mode {inner}",
+                        hint="model.eval() sets every submodule to eval mode while decoding.")
+    checks.assert_equal(model.modes(), {"model": top, "inner": inner},
+                        name=f"the modes after greedy_decode of a model in mode {top} whose submodule was in mode {inner}",
+                        hint="Each module gets its own mode back: remember module.training for every module of "
+                             "model.modules() and restore each one. model.train(was_training) sets every submodule to "
+                             "the top module's mode.")
+# max_len on both sides of 0: 0 gives (B, 0) without a decode call; a negative max_len raises ValueError, and the model
+# is left as it was.
+model = probes.make("utils.toy_models.CopySeq2Seq", 12)
+out = greedy_decode(model, torch.tensor([[5, 6], [7, 0]]), torch.tensor([[False, False], [False, True]]), 0)
+checks.assert_tensor(out, name="greedy_decode(..., max_len=0) on 2 sources", shape=(2, 0), dtype=torch.int64,
+                     hint="No token: an empty int64 tensor of shape (B, 0).")
+for bad in (-1, -5):
+    model = probes.make("utils.toy_models.CopySeq2Seq", 12)
+    model.train()
+    checks.assert_raises(ValueError, greedy_decode, model, src, mask, bad, name=f"greedy_decode(..., max_len={bad})",
+                         hint="A negative max_len is an error: raise ValueError (range(max_len) would quietly be empty).")
+    checks.assert_equal((len(model.decode_calls), model.modes()), (0, {"model": True, "inner": True}),
+                        name=f"(decode calls, modes) after greedy_decode(..., max_len={bad}) raised",
+                        hint="Check max_len first, before switching the model's mode.")
 # Autograd is on again after the call when it was on before: the caller's next loss.backward() needs it.
 checks.assert_equal(probes.make("utils.recording.grad_mode_after", greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12),
                                 src, mask, 3),
