@@ -818,7 +818,7 @@ print("DecoderBlock: hidden edge tests passed")
 # deviations: the share chosen and its spread from row to row, the 80/10/10 split, random tokens uniform over the
 # ordinary ids, the original included (tried with only two ordinary ids); never a special or
 # padding position; labels; the generator as the only source of randomness), 1 hidden (edge cases: nothing
-# maskable, one token, `mask_prob` 0, outside $[0, 1]$, the default).*
+# maskable, one token, `mask_prob` 0, outside $[0, 1]$, the default, a `mask_id` that `special_ids` does not list).*
 
 # %% id="f6e44746" nbgrader={"grade": false, "grade_id": "mask_tokens", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -828,9 +828,11 @@ def mask_tokens(ids, mask_id, vocab_size, special_ids, generator, mask_prob=0.15
     """BERT's masking: the inputs and labels of a masked-language-model batch.
 
     ids: int64 tensor (B, T) of token ids in [0, vocab_size). special_ids: a list of ints (padding,
-    CLS, SEP, the mask id itself, ...): positions holding them are never chosen, and they are never drawn as
-    random tokens. Every other id in [0, vocab_size) is "ordinary". generator: a torch.Generator, the only
-    source of randomness (the same generator state gives the same result).
+    CLS, SEP, ...): positions holding them are never chosen, and they are never drawn as random tokens.
+    mask_id is special too, whether or not special_ids lists it (listing it changes nothing): a position that
+    already holds it is never chosen, and it is never drawn as a random token. Every other id in
+    [0, vocab_size) is "ordinary". generator: a torch.Generator, the only source of randomness (the same
+    generator state gives the same result).
       1. Choose each position whose id is ordinary independently with probability mask_prob.
       2. At each chosen position, independently: with probability 0.8 write mask_id; with 0.1 a random
          ordinary token, uniform over the ordinary ids (it may equal the original); with 0.1 keep the original.
@@ -842,7 +844,7 @@ def mask_tokens(ids, mask_id, vocab_size, special_ids, generator, mask_prob=0.15
     ### BEGIN SOLUTION
     if not 0.0 <= mask_prob <= 1.0:
         raise ValueError(f"mask_prob must be in [0, 1], got {mask_prob}")
-    special = {int(i) for i in special_ids}
+    special = {int(i) for i in special_ids} | {int(mask_id)}
     ordinary = torch.tensor([i for i in range(vocab_size) if i not in special], dtype=torch.long)
     inputs, labels = ids.clone(), torch.full_like(ids, -100)
     if len(ordinary) == 0:
@@ -996,7 +998,7 @@ print("mask_tokens: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="313f281e" nbgrader={"grade": true, "grade_id": "test_mask_tokens_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for mask_tokens (edge cases: nothing maskable, one token, mask_prob 0 and out of range, the default) run when your notebook is graded.
+# Hidden tests for mask_tokens (edge cases: nothing maskable, one token, mask_prob 0 and out of range, the default, mask_id not in special_ids) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 import torch
 from utils import checks, probes
@@ -1026,6 +1028,24 @@ checks.assert_equal((inputs.tolist(), labels.tolist()), (ids.tolist(), [[-100] *
 for bad in (1.5, -0.1):
     checks.assert_raises(ValueError, mask_tokens, ids, 3, 10, SPECIAL, torch.Generator().manual_seed(0), bad,
                          name=f"mask_tokens(..., mask_prob={bad})", hint="mask_prob must be in [0, 1].")
+# mask_id is special even when special_ids does not list it: a position holding it is never chosen, and it is never
+# drawn as a random token (here the ordinary ids are 4 and 5 only, so a random replacement equal to 3 would show as
+# 0.8 + 0.1 / 3 of the chosen positions holding 3 afterwards, not 0.8).
+ids = torch.tensor([[1, 3, 4, 3, 5, 2, 0]])
+inputs, labels = mask_tokens(ids, 3, 6, [0, 1, 2], torch.Generator().manual_seed(6), 1.0)
+checks.assert_equal(labels.tolist(), [[-100, -100, 4, -100, 5, -100, -100]],
+                    name="labels from mask_tokens(ids, mask_id=3, vocab_size=6, special_ids=[0, 1, 2], mask_prob=1.0)",
+                    hint="mask_id counts as special whether or not special_ids lists it: a position that already holds "
+                         "it is never chosen.")
+ids = torch.full((200, 200), 4)
+inputs, labels = mask_tokens(ids, 3, 6, [0, 1, 2], torch.Generator().manual_seed(7), 0.5)
+chosen = labels != -100
+n = int(chosen.sum())
+share = float((inputs[chosen] == 3).sum()) / n
+checks.assert_true(abs(share - 0.8) <= 5 * (0.16 / n) ** 0.5, name="the share of chosen positions holding mask_id 3 afterwards, "
+                   "special_ids=[0, 1, 2] (3 not listed), vocab_size=6",
+                   problem=f"{share:.4f}, expected 0.8 (0.833 means the random replacements drew mask_id as well).",
+                   hint="mask_id is never drawn as a random token, listed in special_ids or not: the ordinary ids here are 4 and 5.")
 # The default mask_prob is 0.15.
 big = torch.randint(4, 10, (300, 100), generator=torch.Generator().manual_seed(3))
 _, labels = mask_tokens(big, 3, 10, SPECIAL, torch.Generator().manual_seed(4))
