@@ -1120,8 +1120,8 @@ for row in range(2):
 # *Points: 1 visible, 3 hidden (several sizes, $T \neq S$, unequal source lengths, a `bos_id` other than 1, random
 # weights different in every block: `encode`, `cross_kv` and `decode` against the formulas in the docstring, the
 # shift at every position, `forward` against `decode`, padding tokens without effect, a bidirectional source), 1
-# hidden (parameter counts with the default `d_ff`, the error for bad head counts, `source_positions` on and off,
-# the default mask).*
+# hidden (parameter counts with the default `d_ff`, the `ValueError` for each bad head or layer count the docstring names,
+# `source_positions` on and off, the default mask).*
 
 # %% id="fa56918a" nbgrader={"grade": false, "grade_id": "Seq2Seq", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -1168,15 +1168,19 @@ class Seq2Seq(nn.Module):
       logits at position t predict tgt[:, t] having seen only tgt[:, :t]. Equals
       decode(that input, cross_kv(encode(src, mask)), mask).
     src (B, S) and tgt (B, T) are int64, S and T may differ; the padding mask is True at source padding
-    (the logits do not depend on the tokens at padding positions). Raises ValueError if n_head does not
-    divide d_model.
+    (the logits do not depend on the tokens at padding positions).
+    Errors: the constructor raises ValueError, and no other type, if n_head < 1, if n_head does not divide
+    d_model, or if n_layer < 1 (a model without blocks would never read its source). Nothing else is checked:
+    a bad call (a token outside the vocabulary, shapes that do not fit) raises whatever PyTorch raises.
     """
 
     def __init__(self, vocab_size, d_model, n_head, n_layer, d_ff=None, bos_id=1, source_positions=True):
         super().__init__()
         ### BEGIN SOLUTION
-        if d_model % n_head != 0:
+        if n_head < 1 or d_model % n_head != 0:
             raise ValueError(f"n_head={n_head} does not divide d_model={d_model}")
+        if n_layer < 1:
+            raise ValueError(f"n_layer must be >= 1, got {n_layer}")
         self.bos_id, self.source_positions = bos_id, source_positions
         self.embed = nn.Embedding(vocab_size, d_model)      # one table: source, decoder input, output layer
         self.encoder = nn.ModuleList(EncoderBlock(d_model, n_head, d_ff) for _ in range(n_layer))
@@ -1361,6 +1365,13 @@ for vocab, d, h, n_layer in [(50, 8, 2, 1), (7, 24, 4, 3)]:
                         name=f"the number of parameters of Seq2Seq({vocab}, {d}, {h}, {n_layer}) (d_ff defaults to 4 d)",
                         hint="The output layer is embed.weight itself; positions are sinusoidal (no parameters).")
 checks.assert_raises(ValueError, Seq2Seq, 10, 10, 4, 1, name="Seq2Seq(10, 10, 4, 1)", hint="4 heads do not divide d_model = 10.")
+# The constructor's errors are ValueError for each bad count the docstring names (not ZeroDivisionError from d_model % 0,
+# not nn.MultiheadAttention's AssertionError, not a model built without blocks).
+for args, why in [((10, 8, 0, 1), "0 heads: check n_head >= 1 before d_model % n_head (which raises ZeroDivisionError)"),
+                  ((10, 8, -2, 1), "a negative head count divides 8 (8 % -2 == 0) but is not a head count: check n_head >= 1"),
+                  ((10, 8, 2, 0), "n_layer must be >= 1: a model with no blocks never reads its source"),
+                  ((10, 8, 2, -1), "n_layer must be >= 1")]:
+    checks.assert_raises(ValueError, Seq2Seq, *args, name=f"Seq2Seq{args}", hint=f"Raise ValueError: {why}.")
 # source_positions: with False the encoder reads a bag of tokens, so a permuted source gives the same logits.
 src = torch.tensor([[4, 5, 6, 7, 8]])
 permuted = torch.tensor([[8, 6, 4, 7, 5]])
