@@ -165,7 +165,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # Self-attention computes queries, keys and values from one sequence. Cross-attention takes the queries from the
 # target $X \in \mathbb{R}^{T \times d}$ and the keys and values from the source's encoding
-# $M \in \mathbb{R}^{S \times d_k}$ (the encoder's "memory"):
+# $M \in \mathbb{R}^{S \times \text{kdim}}$ (the encoder's "memory"; `kdim`, its width, is $d$ unless the encoder has
+# another width):
 #
 # $$
 # Q = X W_Q + b_Q, \qquad K = M W_K + b_K, \qquad V = M W_V + b_V, \qquad
@@ -801,16 +802,21 @@ print("DecoderBlock: hidden edge tests passed")
 # * leave it as it is with probability 0.1,
 #
 # then train with cross-entropy **only at the chosen positions**: the labels hold the original id there and
-# $-100$ (PyTorch's `ignore_index`) everywhere else. Why not always `[MASK]`? The token `[MASK]` never occurs in the
-# text the model is used on later; if the model only ever had to predict at `[MASK]`, it would learn nothing useful
-# about the representation of ordinary tokens. The 10% random and 10% unchanged force it to keep a good
-# representation of every token, since any of them might be the one it is asked about. Padding and the special
-# tokens (`[CLS]`, `[SEP]`, padding, `[MASK]` itself) are never chosen and never drawn as random tokens: predicting
-# where padding is teaches nothing.
+# $-100$ (PyTorch's `ignore_index`) everywhere else. Why not always `[MASK]`? BERT's paper gives the reason: the
+# token `[MASK]` never occurs in the text the model is fine-tuned and used on, so a model pre-trained only on inputs
+# with `[MASK]` at every position it predicts would meet a mismatch between pre-training and fine-tuning. Leaving
+# 10% of the chosen tokens unchanged biases the representation towards the word actually observed; and since the
+# model cannot tell which tokens were replaced by random ones or left alone, it has to keep a contextual
+# representation of every input token, not only of `[MASK]`. Padding and the special tokens (`[CLS]`, `[SEP]`,
+# padding, `[MASK]` itself) are never chosen: predicting where padding is teaches nothing.
 #
-# Each position is chosen independently (a coin with probability 0.15), as in the reference implementations, so a
-# sequence gets 15% on average, not exactly. All randomness comes from a `torch.Generator` you are given, so a
-# test can replay it.
+# How the positions are chosen differs between implementations. Google's original BERT code chooses exactly
+# $\text{round}(0.15\,n)$ of a sequence's $n$ tokens (at most `max_predictions_per_seq`) and draws its random
+# replacements from the whole vocabulary. This notebook follows Hugging Face's `DataCollatorForLanguageModeling`
+# instead: each position is chosen independently (a coin with probability 0.15), so a sequence gets 15% on average,
+# not exactly. Drawing the random replacements from the ordinary ids only (never a special token) is this notebook's
+# own choice: a random `[PAD]` or `[MASK]` in the middle of a text would be a token the model never sees there. All
+# randomness comes from a `torch.Generator` you are given, so a test can replay it.
 #
 # ### Exercise 4: `mask_tokens` (1 + 3 + 1 points)
 #
@@ -1105,6 +1111,16 @@ for row in range(2):
 #
 # Feed the unshifted target and position $t$ can read $y_t$ through its own input: the loss drops to almost zero and
 # the model has learnt to copy, which is useless when it must generate.
+#
+# **Teacher forcing is not what inference does.** In training, every position reads the *correct* earlier target
+# tokens; when generating, it reads the model's *own* earlier outputs. After its first mistake the decoder is in a
+# prefix it never trained on, and one error can bring the next: this is **exposure bias** (the name is from Ranzato
+# et al., 2016; Bengio et al., 2015, proposed scheduled sampling against it). Some texts claim the opposite, that
+# causal masking ensures "the model never encounters distribution shift between training and inference",
+# "eliminating the train-test mismatch". The mask only makes each position see the same *kind* of context in both
+# (the tokens to its left), not the same tokens: teacher forcing is exactly the setting in which the mismatch
+# arises. It stays small here because the model will make few mistakes, and section 5 scores the outputs it
+# generates by itself, not its teacher-forced loss.
 #
 # **Greedy decoding.** At inference there is no target: start from `BOS`, run the decoder, append the argmax of the
 # last position, repeat. The encoder runs once per batch, and each decoder block's cross-attention keys and values
@@ -1575,8 +1591,10 @@ print("greedy_decode: hidden edge tests passed")
 #
 # The model trains on sources of 1 to 8 digits and is tested on fresh sources of 1 to 12, so lengths 9 to 12 were
 # never seen. With absolute positions that usually fails for a plain reason: positions 8 to 11 were never *trained*.
-# The sinusoids give them a defined input, not a learnt meaning. The fix used here is **randomised positions**
-# (Ruoss et al., 2023): every training source is placed at a random offset inside a frame of `FRAME` positions
+# The sinusoids give them a defined input, not a learnt meaning. The fix used here is a simplified variant of
+# **randomised positions** (Ruoss et al., 2023, who give each training sequence an ordered random *subset* of the
+# positions of a longer range): every training source is placed at a random contiguous offset inside a frame of
+# `FRAME` positions
 # (padding before and after it, masked), and its target at the same offset. Short sources then train every
 # position of the frame, and a long source at offset 0 uses only positions the model knows. Your `Seq2Seq` needs
 # no change for this: its padding mask may mark any source position, and the target's leading padding gets no
@@ -1792,9 +1810,20 @@ print(f"encoder once, cross K/V once: {fast_seconds * 1000:.0f} ms CPU;  encoder
 # ## 6. The bottleneck, measured: an LSTM encoder–decoder without attention
 #
 # Given code: the 2014 design. An LSTM reads the source; its final state $(h, c)$ is the only thing the decoder LSTM
-# receives. Same task, same steps, same batches. Before you run it, ask what the decoder needs to know about the
-# source to write the sorted digits: not the order of the source, only how many of each digit it holds. Ten counts
-# fit in a vector of 128 numbers at any length.
+# receives. Same task, same steps, same batches (each source moved to the start of its row: an LSTM reads from its
+# first token, so the offsets would only add padding). It trains in about 10 CPU seconds.
+#
+# **Predict before you run.** To write the copy, the decoder needs every digit of the source *and its order*: a
+# source of $L$ digits is one of $10^L$, and all of it has to come out of the final state, $2 \times 128$ numbers.
+# How will the LSTM's exact match change from 1 digit to 8 (lengths it trained on), and beyond?
+#
+# <details><summary>Answer</summary>
+#
+# It falls as the source grows, already within the training lengths: short sources come out right, sources of 8
+# digits clearly less often, and at 12 digits almost none. In principle 256 floats can hold 8 digits with room to
+# spare; what the trained network learns to store in them is the limit. The transformer has no such squeeze: it
+# reads each digit from the source at the moment it writes it.
+# </details>
 
 # %% id="8bbb0729"
 class LSTMSeq2Seq(nn.Module):
@@ -2092,7 +2121,8 @@ print(f"causal LM (reads the left only): accuracy {(causal_guess[chosen] == ids[
 #
 # What an encoder is for, measured. Freeze both models, take one vector per window, and train only a linear
 # classifier (a *probe*) on a small labelled task generated offline: is a window of 64 bytes from the Python
-# documentation, or from the source code of Python's standard library? Neither model saw code in training. The
+# documentation, or from the source code of Python's standard library? Neither model saw the standard library's
+# source files in training (the documentation they trained on does hold short code examples and `>>>` sessions). The
 # encoder's vector is the mean of its outputs over the window (BERT trains a `[CLS]` token for this; nothing here was
 # trained for classification, so the mean is the fair choice). The causal model's is its *last* position, the only
 # one that has read the whole window: what a decoder-only model offers when one vector is asked of it. The third
