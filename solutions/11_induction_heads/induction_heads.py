@@ -158,6 +158,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from utils import claims
 from utils.attention_only import AttentionOnlyTransformer
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -1199,9 +1200,23 @@ for d in (16, 32, 64, 128):
 # A token's embedding is one vector, whatever it means in context: "bank" of a river and "bank" that
 # holds money start identical. Attention is what makes them differ: after an attention layer, the
 # vector at "bank" is the embedding **plus** what the heads brought in from the context ("river",
-# "fisherman" or "money", "teller"). A small model trained on a toy corpus shows it: we take the vector
+# "fisherman" or "money", "teller"). A toy corpus of sentences of both kinds shows it: we take the vector
 # at every "bank" before attention (the token embedding alone) and after the attention layer, and ask
-# whether its nearest neighbour among the other "bank"s has the same meaning.
+# whether its nearest neighbour among the other "bank"s has the same meaning. We ask it of a model trained on
+# the corpus (600 steps of next-word prediction) and, as a control, of the same model before training.
+#
+# **Predict before you run.** The untrained model has random weights. Will its "bank" vectors after attention
+# group by meaning (nearest neighbours of the same sense far above the chance level of one half), or not?
+#
+# <details><summary>Answer</summary>
+#
+# They will, about as well as the trained model's. Any attention layer, trained or not, adds to the vector at
+# "bank" a weighted mix of the context's vectors, and the two senses share no context words: the mix differs by
+# sense whatever the weights are. So this test shows that attention **mixes in the context**, not that anything
+# was learnt. What training adds is *using* it: the last cell asks each model to predict the sentence's last word
+# ("water" or "office") from a position whose own word, "the", is the same in both senses, so only the context
+# can tell. The untrained model does no better than chance there; the trained one is nearly always right.
+# </details>
 
 # %% id="nb11-035"
 RIVER = ["the fisherman sat on the muddy", "we walked along the grassy", "the boat drifted toward the steep",
@@ -1232,6 +1247,7 @@ LENGTH = max(len(s) for s in train_sentences)
 encode = lambda sentences: torch.tensor([[index[w] for w in s] + [index["<pad>"]] * (LENGTH - len(s)) for s in sentences])  # noqa: E731
 
 bank_model = AttentionOnlyTransformer(len(words), d_model=32, n_head=2, n_layer=1, block_size=LENGTH, seed=1)
+untrained = AttentionOnlyTransformer(len(words), d_model=32, n_head=2, n_layer=1, block_size=LENGTH, seed=1)   # control
 optimizer = torch.optim.AdamW(bank_model.parameters(), lr=3e-3)
 data = encode(train_sentences)
 for step in range(600):
@@ -1248,6 +1264,7 @@ positions = [s.index("bank") for s in test_sentences]
 with torch.no_grad():
     before = bank_model.embed(tokens)[torch.arange(len(tokens)), positions]
     after = bank_model.residual(tokens)[torch.arange(len(tokens)), positions]
+    after_untrained = untrained.residual(tokens)[torch.arange(len(tokens)), positions]
 labels = torch.tensor([sense == "river" for sense in test_senses])
 
 
@@ -1257,9 +1274,32 @@ def nearest_neighbour_agreement(vectors):
     return (labels[cosines.argmax(dim=1)] == labels).float().mean().item()
 
 
-print(f"'bank' vectors that are exactly alike before attention: {(before - before[0]).abs().max().item() == 0}")
-print(f"after attention, nearest neighbour has the same meaning for {nearest_neighbour_agreement(after):.0%} of the 'bank's "
-      f"(half would be chance)")
+alike = (before - before[0]).abs().max().item() == 0
+neighbours = {"trained": nearest_neighbour_agreement(after), "untrained": nearest_neighbour_agreement(after_untrained)}
+print(f"'bank' vectors that are exactly alike before attention: {alike}")
+for name, agreement in neighbours.items():
+    print(f"after attention, {name:9} model: nearest neighbour has the same meaning for {agreement:.0%} of the 'bank's "
+          f"(half would be chance)")
+claims.claim(f"Attention separates the two 'bank's with or without training: same-sense nearest neighbours for "
+             f"{neighbours['trained']:.0%} of them in the trained model, {neighbours['untrained']:.0%} in the untrained "
+             f"one, from vectors that were identical before attention", holds=alike and min(neighbours.values()) > 0.9)
+
+# What training adds: predicting the last word from a position whose own word ("the") is the same in both senses.
+RIVER_LAST, MONEY_LAST = [index[w] for w in ("water", "stream", "willows")], [index[w] for w in ("office", "market")]
+rows = [row for row, s in enumerate(test_sentences) if s[-2] == "the"]
+where = torch.tensor([len(test_sentences[row]) - 2 for row in rows])      # the position of that "the"
+river = labels[rows]
+ending = {}
+with torch.no_grad():
+    for name, model in (("trained", bank_model), ("untrained", untrained)):
+        probs = model(tokens[rows]).softmax(dim=-1)[torch.arange(len(rows)), where]
+        says_river = probs[:, RIVER_LAST].sum(dim=1) > probs[:, MONEY_LAST].sum(dim=1)
+        ending[name] = (says_river == river).float().mean().item()
+        print(f"{name:9} model: the last word's sense predicted right for {ending[name]:.0%} of {len(rows)} sentences "
+              f"(half would be chance)")
+claims.claim(f"Only training makes the model use the context: the trained model predicts the right sense of the last "
+             f"word for {ending['trained']:.0%} of the sentences, the untrained one for {ending['untrained']:.0%}",
+             holds=ending["trained"] > 0.9 and ending["untrained"] < 0.75)
 centred = after - after.mean(dim=0)
 _, _, directions = torch.linalg.svd(centred, full_matrices=False)
 projected = centred @ directions[:2].T
@@ -1285,4 +1325,6 @@ plt.show()
 # * In $d$ dimensions, random directions have cosines of about $\pm 1/\sqrt d$: many more than $d$ nearly
 #   orthogonal directions fit, which is how a model can hold more features than dimensions
 #   (**superposition**).
-# * A token's embedding is the same in every context; attention is what gives "bank" its meaning.
+# * A token's embedding is the same in every context. Attention mixes the context into it, so the two "bank"s
+#   differ after one layer even with random weights; training is what makes the model *use* the difference (the
+#   untrained model could not predict the sentence's ending, the trained one could).
