@@ -31,9 +31,14 @@
 # 4. **Ablations** (exercise 3): switch a head off and measure what the model loses.
 # 5. **Superposition** in miniature (exercise 4): how many nearly orthogonal directions fit in $d$
 #    dimensions, and why an embedding can hold more features than it has dimensions.
-# 6. **"bank"**: the same token before and after attention in a small trained model.
+# 6. **"bank"**: the same token before and after attention, in a trained model and in an untrained one.
 #
-# Everything trains on the CPU in well under two minutes.
+# **Time.** Everything runs on the CPU, whatever the device: the whole notebook takes about 25 CPU seconds on a
+# 2-core laptop (one thread), the longest cell (training the two models of section 1) about 15 of them, and no cell
+# runs longer than 30 seconds. On a GPU: untimed (nothing here moves to it).
+#
+# Each main experiment ends with a **claim**: a sentence printed by the cell that measured it, with its numbers and a
+# ✓ when it holds on your run (a ✗ and a note when it does not: the prose around it assumes it).
 #
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
@@ -275,17 +280,19 @@ def train_model(n_layer, seed=0, positions="attention", vocab=VOCAB, T=T):
     return model.eval(), curve
 
 
-start = time.perf_counter()
+start = time.process_time()
 models, curves = {}, {}
 for n_layer in (1, 2):
     models[n_layer], curves[n_layer] = train_model(n_layer)
-print(f"trained both models in {time.perf_counter() - start:.0f} s")
+print(f"trained both models in {time.process_time() - start:.0f} CPU s")
 
 test_tokens, test_mask = repeated_batch(2000, torch.Generator().manual_seed(12345))
+predictable_loss = {}
 with torch.no_grad():
     for n_layer, model in models.items():
         logits = model(test_tokens[:, :-1])
-        print(f"{n_layer}-layer model: loss {masked_loss(logits, test_tokens, test_mask):.3f} nats on the predictable "
+        predictable_loss[n_layer] = masked_loss(logits, test_tokens, test_mask).item()
+        print(f"{n_layer}-layer model: loss {predictable_loss[n_layer]:.3f} nats on the predictable "
               f"tokens, {masked_loss(logits, test_tokens, ~test_mask):.3f} on the others (ln {VOCAB} = {math.log(VOCAB):.3f})")
 
 
@@ -303,8 +310,17 @@ ax.set_ylabel("loss on predictable tokens (nats)")
 ax.set_title("The 2-layer model's phase change")
 ax.legend()
 plt.show()
-jump = next(step for step, value in enumerate(smooth(curves[2]).tolist()) if value < 1.0)
+smoothed = smooth(curves[2]).tolist()
+below = {level: next(step for step, value in enumerate(smoothed) if value < level) for level in (3.0, 2.5, 2.0, 1.0)}
+jump = below[1.0]
 print(f"the 2-layer model's smoothed loss first fell below 1 nat at step {jump}")
+claims.claim(f"On the predictable tokens the 1-layer model ends in between: {predictable_loss[1]:.2f} nats, below "
+             f"ln {VOCAB} = {math.log(VOCAB):.2f} and far from 0; the 2-layer model reaches {predictable_loss[2]:.2f}",
+             holds=1.0 < predictable_loss[1] < math.log(VOCAB) - 0.3 and predictable_loss[2] < predictable_loss[1] / 2)
+slow, fast = below[2.5] - below[3.0], below[1.0] - below[2.0]
+claims.claim(f"The 2-layer model's drop is sudden: its smoothed loss took {slow} steps to fall from 3 to 2.5 nats "
+             f"(steps {below[3.0]}-{below[2.5]}), then only {fast} to fall a whole nat, from 2 to 1 (steps "
+             f"{below[2.0]}-{below[1.0]})", holds=fast < slow)
 
 # %% id="nb11-007"
 # Loss at each position of the repeat, counted from its start (position 0 is the repeat's first token).
@@ -330,6 +346,9 @@ ax.set_title("Only the repeat's first token stays unpredictable")
 ax.legend()
 plt.show()
 print("2-layer loss by position in the repeat:", [round(v, 2) for v in per_position[2].tolist()])
+first, rest = per_position[2][0].item(), per_position[2][1:].max().item()
+claims.claim(f"In the 2-layer model only the repeat's first token stays unpredictable: {first:.2f} nats there, at most "
+             f"{rest:.2f} at every later position of the repeat", holds=first > 2.0 and rest < 1.0)
 
 # %% [markdown] id="nb11-008"
 # ## 2. Reading the heads
@@ -343,8 +362,9 @@ print("2-layer loss by position in the repeat:", [round(v, 2) for v in per_posit
 # * the **prefix-matching score**: for each position $i$ whose token occurred earlier, at positions
 #   $j < i$ with $x_j = x_i$, the attention from $i$ to the positions right after those occurrences,
 #   $j + 1$ (the "$B$" of $[A][B] \dots [A]$), summed over them, then averaged over such positions $i$.
-#   An induction head scores close to 1; a head that attends to the earlier $A$ itself (position $j$,
-#   a *duplicate-token head*) scores close to 0.
+#   A perfect induction head scores 1; a head that attends to the earlier $A$ itself (position $j$,
+#   a *duplicate-token head*) scores close to 0. What a trained head scores, and how far above the other heads,
+#   the cell after the exercise measures.
 #
 # **A worked example.** Tokens $(5, 7, 5)$ and one head whose pattern row for position 2 is
 # $(0.1, 0.8, 0.1)$. Position 2 holds 5, which occurred at position 0; the position after it is 1; the
@@ -558,6 +578,14 @@ print(f"\n2-layer model: induction head {induction_head[0]}.{induction_head[1]} 
       f"duplicate-token head {duplicate_head[0]}.{duplicate_head[1]} ({head_table[(2,) + duplicate_head][1]:.2f}): "
       f"this model took the {route} route")
 feeder = previous_head if route == "K-composition" else duplicate_head
+others = max(values[2] for key, values in head_table.items() if key != (2,) + induction_head)
+claims.claim(f"The 2-layer model has an induction head: head {induction_head[0]}.{induction_head[1]} scores "
+             f"{head_table[(2,) + induction_head][2]:.2f} on prefix matching, every other head at most {others:.2f}",
+             holds=induction_head[0] == 1 and head_table[(2,) + induction_head][2] > 2 * others)
+claims.claim(f"With positions in the queries and keys only, the model built a previous-token head: layer 0 scores "
+             f"{head_table[(2,) + previous_head][0]:.2f} on previous-token, {head_table[(2,) + duplicate_head][1]:.2f} on "
+             f"duplicate-token (the K-composition route)",
+             holds=head_table[(2,) + previous_head][0] > head_table[(2,) + duplicate_head][1] + 0.1)
 
 # %% id="nb11-015"
 # The layer-0 head that feeds the induction head, and the induction head, on one test sequence.
@@ -759,6 +787,9 @@ for n_layer, model in models.items():
 print(f"\nthe induction head {induction_head[0]}.{induction_head[1]} copies {copying[(2,) + induction_head]:.0%} of the "
       f"tokens it attends to; the layer-0 {feeder_name} {feeder[0]}.{feeder[1]} {copying[(2,) + feeder]:.0%} "
       "(what it writes feeds the next layer's queries or keys, not the logits directly)")
+claims.claim(f"The induction head is a copying head (copying score {copying[(2,) + induction_head]:.2f}); the layer-0 "
+             f"{feeder_name} is not ({copying[(2,) + feeder]:.2f})",
+             holds=copying[(2,) + induction_head] >= 0.9 and copying[(2,) + feeder] <= 0.6)
 
 # %% [markdown] id="nb11-021"
 # ## 3. Ablations: switch a head off
@@ -1022,6 +1053,9 @@ print(f"\nmean-ablating head {worst[0]}.{worst[1]} hurts most (+{increases[worst
       f"{induction_head[0]}.{induction_head[1]} costs +{increases[induction_head]:.2f}, the {feeder_name} "
       f"{feeder[0]}.{feeder[1]} +{increases[feeder]:.2f}; the 1-layer model, which has no induction head, "
       f"scores {loss_with_head_ablated(models[1], test_tokens, test_mask):.2f}")
+claims.claim(f"Both heads of the circuit are needed: mean-ablating the induction head costs +{increases[induction_head]:.2f} "
+             f"nats, the {feeder_name} +{increases[feeder]:.2f}, from a clean {clean:.2f}",
+             holds=min(increases[induction_head], increases[feeder]) > 1.5)
 
 # %% [markdown] id="nb11-027"
 # Read the table with the circuit in mind. The two heads are the two halves of one circuit, so removing
@@ -1035,8 +1069,19 @@ print(f"\nmean-ablating head {worst[0]}.{worst[1]} hurts most (+{increases[worst
 # ### The other route: GPT-2's positions
 #
 # The same 2-layer model and seed, with the position vectors added to the token embeddings instead (GPT-2's
-# way), so that heads can copy positions forward. Which layer-0 head does it build, and which ablation hurts
-# most now? The cell trains it (a few seconds) and prints the same scores.
+# way), so that heads can copy positions forward. The cell trains it (about 8 CPU seconds) and prints the same
+# scores.
+#
+# **Predict before you run.** Both routes are now open. Does the layer-0 head stay a previous-token head, or can
+# the model take the other route?
+#
+# <details><summary>Answer</summary>
+#
+# On this seed it takes the other route: its layer-0 head becomes a duplicate-token head (a high duplicate-token
+# score, a previous-token score near 0), which copies the position of the earlier $A$ forward for the layer-1
+# head's queries (Q-composition). Nothing forbids K-composition here, and another seed may build a previous-token
+# head instead: what the data rewards is the circuit, not one route. Ablating the layer-0 head still breaks it.
+# </details>
 
 # %% id="8dabbcf3"
 gpt2_style, _ = train_model(2, positions="residual")
@@ -1051,6 +1096,9 @@ print(f"layer-0 head: previous-token score {previous0:.2f}, duplicate-token scor
       + ("a previous-token head (K-composition, as above)" if previous0 > duplicate0 else
          "a duplicate-token head: this model copies the earlier position forward (Q-composition)"))
 print(f"mean ablation: layer-0 head +{cost[(0, 0)]:.2f} nats, induction head +{cost[(1, 0)]:.2f} nats")
+claims.claim(f"With GPT-2's positions this seed's model takes the Q-composition route: its layer-0 head scores "
+             f"{duplicate0:.2f} on duplicate-token and {previous0:.2f} on previous-token, and mean-ablating it costs "
+             f"+{cost[(0, 0)]:.2f} nats", holds=duplicate0 > previous0 + 0.1 and cost[(0, 0)] > 1.5)
 
 # %% [markdown] id="nb11-028"
 # ## 4. Superposition in miniature
@@ -1165,6 +1213,22 @@ for dtype in (torch.float32, torch.float64):
 print("pairwise_cosines: hidden edge tests passed")
 ### END HIDDEN TESTS
 
+# %% [markdown] id="nb11-033a"
+# The cell below draws 600 random directions in $d$ dimensions and measures the spread of their cosines; then, for
+# $d$ from 16 to 128, it keeps greedily every random direction (of 3,000 candidates) whose cosine with all those
+# kept so far is below 0.25 in absolute value.
+#
+# **Predict before you run.** At $d = 128$, how many directions does the greedy search keep: fewer than 128, about
+# 128, or more? And at $d = 16$?
+#
+# <details><summary>Answer</summary>
+#
+# At $d = 128$ several times more than 128: the typical cosine is $1/\sqrt{128} \approx 0.09$, so a bound of 0.25
+# is almost three standard deviations wide and most candidates pass. At $d = 16$ the typical cosine is already
+# $1/\sqrt{16} = 0.25$, the bound itself, and the search keeps fewer than 16. The number of nearly orthogonal
+# directions grows much faster than $d$, which is why superposition pays off in wide models.
+# </details>
+
 # %% id="nb11-033"
 dims = [2, 8, 32, 128, 512]
 samples = {}
@@ -1185,6 +1249,7 @@ for d in dims:
 
 # How many random directions can be kept with every pairwise |cosine| below 0.25? (greedy, 3,000 candidates)
 print()
+found = {}
 for d in (16, 32, 64, 128):
     candidates = torch.randn(3000, d, generator=generator)
     unit = candidates / candidates.norm(dim=1, keepdim=True)
@@ -1193,6 +1258,12 @@ for d in (16, 32, 64, 128):
         if (kept @ vector).abs().max() < 0.25:
             kept = torch.cat([kept, vector.unsqueeze(0)])
     print(f"d = {d:>3}: {len(kept):>4} directions with every |cosine| < 0.25 ({len(kept) / d:.1f} per dimension)")
+    found[d] = len(kept)
+worst = max(abs(samples[d].std().item() * math.sqrt(d) - 1) for d in dims)
+claims.claim(f"The cosine of two random directions has standard deviation 1/sqrt(d) at every d measured (within "
+             f"{worst:.1%})", holds=worst < 0.05)
+claims.claim(f"Nearly orthogonal directions outgrow the dimensions: {found[16]} kept at d = 16 (fewer than 16), "
+             f"{found[128]} at d = 128 ({found[128] / 128:.1f} per dimension)", holds=found[16] < 16 and found[128] > 3 * 128)
 
 # %% [markdown] id="nb11-034"
 # ## 5. "bank": one token, two meanings
