@@ -35,18 +35,21 @@ class TrainingStopped(KeyboardInterrupt):
 class TrainingSteps:
     """The steps ``start .. total - 1`` of a run, iterated once, inside a ``with`` block (``training_steps``)."""
 
-    def __init__(self, total: int, desc: str, *, start: int = 0, predicted_s: float | None = None):
+    def __init__(self, total: int, desc: str, *, start: int = 0, predicted_s: float | None = None,
+                 cpu_seconds: bool = False):
         if not isinstance(total, int) or not isinstance(start, int) or not 0 <= start <= total:
             raise ValueError(f"training_steps: need 0 <= start <= total (whole numbers), got start={start!r}, "
                              f"total={total!r}")
         self.total, self.desc, self.start, self.predicted_s = total, desc, start, predicted_s
+        self.clock = time.process_time if cpu_seconds else time.perf_counter   # what the prediction counts
+        self.unit = "CPU s" if cpu_seconds else "s"
         self.done = start                 # steps finished so far (the next step's index)
         self.last: dict[str, float] = {}  # what ``show`` was given last
         self.bar = None
         self.began = 0.0
 
     def __enter__(self) -> "TrainingSteps":
-        self.began = time.perf_counter()
+        self.began = self.clock()
         self.bar = tqdm(total=self.total, initial=self.start, desc=self.desc, mininterval=1.0, leave=False,
                         unit="step", dynamic_ncols=True)
         return self
@@ -63,13 +66,13 @@ class TrainingSteps:
         self.bar.set_postfix({name: f"{value:.3f}" for name, value in self.last.items()}, refresh=False)
 
     def seconds(self) -> float:
-        return time.perf_counter() - self.began
+        return self.clock() - self.began
 
     def summary(self) -> str:
         """The line a finished run leaves: steps, time (and the prediction), the last figures shown."""
-        predicted = f" (predicted {self.predicted_s:.0f} s)" if self.predicted_s is not None else ""
+        predicted = f" (predicted {self.predicted_s:.0f} {self.unit})" if self.predicted_s is not None else ""
         figures = "".join(f", last {name} {value:.3f}" for name, value in self.last.items())
-        return f"{self.desc}: {self.done - self.start} steps in {self.seconds():.0f} s{predicted}{figures}"
+        return f"{self.desc}: {self.done - self.start} steps in {self.seconds():.0f} {self.unit}{predicted}{figures}"
 
     def __exit__(self, kind, error, trace) -> bool:
         self.bar.close()
@@ -78,13 +81,16 @@ class TrainingSteps:
             return False
         if issubclass(kind, KeyboardInterrupt) and not issubclass(kind, TrainingStopped):
             raise TrainingStopped(
-                f"{self.desc}: stopped by you at step {self.done} of {self.total} after {self.seconds():.0f} s. "
+                f"{self.desc}: stopped by you at step {self.done} of {self.total} after {self.seconds():.0f} {self.unit}. "
                 "Your answers still grade: grading runs your answer cells and the tests, never this cell. "
                 "Run the cell again to train from the start.") from None
         return False
 
 
-def training_steps(total: int, desc: str, *, start: int = 0, predicted_s: float | None = None) -> TrainingSteps:
-    """Steps ``start`` to ``total - 1`` with a bar; see the module's docstring. ``ValueError`` unless
-    ``0 <= start <= total`` are whole numbers."""
-    return TrainingSteps(total, desc, start=start, predicted_s=predicted_s)
+def training_steps(total: int, desc: str, *, start: int = 0, predicted_s: float | None = None,
+                   cpu_seconds: bool = False) -> TrainingSteps:
+    """Steps ``start`` to ``total - 1`` with a bar; see the module's docstring. ``predicted_s`` (settable later,
+    ``steps.predicted_s = ...``, once a few steps are timed) is what the final line compares with; ``cpu_seconds``:
+    the run is timed in the process's CPU seconds (as the notebooks' predictions are), not wall-clock ones.
+    ``ValueError`` unless ``0 <= start <= total`` are whole numbers."""
+    return TrainingSteps(total, desc, start=start, predicted_s=predicted_s, cpu_seconds=cpu_seconds)

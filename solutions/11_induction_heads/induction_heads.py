@@ -163,7 +163,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from utils import claims
+from utils import claims, progress
 from utils.attention_only import AttentionOnlyTransformer
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -269,14 +269,16 @@ def train_model(n_layer, seed=0, positions="attention", vocab=VOCAB, T=T):
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     generator = torch.Generator().manual_seed(seed)
     curve = []
-    for step in range(STEPS):
-        tokens, mask = repeated_batch(BATCH, generator)
-        logits = model(tokens[:, :-1])
-        losses = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten(), reduction="none").view(mask.shape)
-        optimizer.zero_grad(set_to_none=True)
-        losses.mean().backward()
-        optimizer.step()
-        curve.append(losses[mask].mean().item())
+    with progress.training_steps(STEPS, f"{n_layer}-layer model", cpu_seconds=True) as bar:
+        for step in bar:
+            tokens, mask = repeated_batch(BATCH, generator)
+            logits = model(tokens[:, :-1])
+            losses = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten(), reduction="none").view(mask.shape)
+            optimizer.zero_grad(set_to_none=True)
+            losses.mean().backward()
+            optimizer.step()
+            curve.append(losses[mask].mean().item())
+            bar.show(loss=curve[-1])
     return model.eval(), curve
 
 
@@ -1321,12 +1323,16 @@ bank_model = AttentionOnlyTransformer(len(words), d_model=32, n_head=2, n_layer=
 untrained = AttentionOnlyTransformer(len(words), d_model=32, n_head=2, n_layer=1, block_size=LENGTH, seed=1)   # control
 optimizer = torch.optim.AdamW(bank_model.parameters(), lr=3e-3)
 data = encode(train_sentences)
-for step in range(600):
-    batch = data[torch.randint(len(data), (64,), generator=generator)]
-    loss = F.cross_entropy(bank_model(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten(), ignore_index=index["<pad>"])
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
+with progress.training_steps(600, "bank model", cpu_seconds=True) as bar:
+    for step in bar:
+        batch = data[torch.randint(len(data), (64,), generator=generator)]
+        loss = F.cross_entropy(bank_model(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten(),
+                               ignore_index=index["<pad>"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if step % 10 == 0:
+            bar.show(loss=loss.item())
 print(f"{len(words)} words; next-word loss after training {loss.item():.2f} nats")
 
 test_sentences, test_senses = bank_sentences(200, torch.Generator().manual_seed(99))

@@ -1709,29 +1709,34 @@ for row in range(3):
 # </details>
 
 # %% id="6a74a509"
-from utils import your_parts
+from utils import progress, your_parts
 
 STEPS, BATCH, LR = 600, 64, 3e-3
 PREDICT_AFTER = 20
 
 
-def train_model(model, loss_of_batch, steps=STEPS, seed=0):
+def train_model(model, loss_of_batch, steps=STEPS, seed=0, label="training"):
     """AdamW with a one-cycle schedule on fresh batches of the copying task (sources at random offsets in FRAME
-    positions); returns (last loss, CPU seconds)."""
+    positions), with a progress bar; returns (last loss, CPU seconds)."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=LR, total_steps=steps, pct_start=0.1)
     model.train()
     start = time.process_time()
-    for step in range(steps):
-        loss = loss_of_batch(model, *copy_batch(BATCH, TRAIN_LENGTHS, generator, FRAME))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        if step + 1 == PREDICT_AFTER < steps:       # as in notebook 09: the time predicted from the first steps
-            print(f"{steps} steps, predicted {(time.process_time() - start) * steps / PREDICT_AFTER:.0f} CPU s "
-                  f"(from its first {PREDICT_AFTER} steps)", flush=True)
+    with progress.training_steps(steps, label, cpu_seconds=True) as bar:
+        for step in bar:
+            loss = loss_of_batch(model, *copy_batch(BATCH, TRAIN_LENGTHS, generator, FRAME))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            if step % 10 == 0:
+                bar.show(loss=loss.item())
+            if step + 1 == PREDICT_AFTER < steps:       # as in notebook 09: the time predicted from the first steps
+                bar.predicted_s = (time.process_time() - start) * steps / PREDICT_AFTER
+                print(f"{label}: {steps} steps, predicted {bar.predicted_s:.0f} CPU s "
+                      f"(from its first {PREDICT_AFTER} steps)", flush=True)
+        bar.show(loss=loss.item())
     return loss.item(), time.process_time() - start
 
 
@@ -1747,7 +1752,7 @@ nn.init.normal_(translator.embed.weight, std=D_MODEL ** -0.5)   # small tied emb
 translator, parts_line = your_parts.carry_into_encoder_decoder(translator)
 print(parts_line)
 results = {}
-loss, seconds = train_model(translator, seq2seq_loss)
+loss, seconds = train_model(translator, seq2seq_loss, label="encoder-decoder")
 results["encoder-decoder"] = {"parameters": sum(p.numel() for p in translator.parameters()), "train CPU s": seconds}
 print(f"encoder-decoder: {results['encoder-decoder']['parameters']:,} parameters, {STEPS} steps in {seconds:.1f} CPU s, "
       f"last loss {loss:.3f}")
@@ -1948,7 +1953,7 @@ def lstm_loss(model, src, padding, tgt):
 
 torch.manual_seed(0)
 lstm = LSTMSeq2Seq(VOCAB, D_MODEL, 128)
-loss, seconds = train_model(lstm, lstm_loss)
+loss, seconds = train_model(lstm, lstm_loss, label="LSTM")
 results["LSTM, no attention"] = {"parameters": sum(p.numel() for p in lstm.parameters()), "train CPU s": seconds}
 lstm.eval()
 accuracy["LSTM, no attention"] = exact_match_by_length(lstm.generate)
@@ -2045,7 +2050,7 @@ def prefix_generate(model, src, padding, max_len):
 
 torch.manual_seed(0)
 prefix_lm = PrefixLM(VOCAB, D_MODEL, N_HEAD, 2 * N_LAYER + 1, D_FF)    # 5 blocks: about the encoder-decoder's size
-loss, seconds = train_model(prefix_lm, prefix_lm_loss)
+loss, seconds = train_model(prefix_lm, prefix_lm_loss, label="prefix LM")
 results["decoder-only prefix LM"] = {"parameters": sum(p.numel() for p in prefix_lm.parameters()), "train CPU s": seconds}
 prefix_lm.eval()
 accuracy["decoder-only prefix LM"] = exact_match_by_length(lambda s, m, L: prefix_generate(prefix_lm, s, m, L))
@@ -2175,16 +2180,19 @@ class MaskedLM(nn.Module):
         return self.hidden(ids) @ self.embed.weight.T
 
 
-def train_on_text(model, loss_of_window, seed=0):
+def train_on_text(model, loss_of_window, seed=0, label="text model"):
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
     start, targets = time.process_time(), 0
-    for _ in range(TEXT_STEPS):
-        loss, n = loss_of_window(model, windows(train_bytes, 32, generator), generator)
-        targets += n
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+    with progress.training_steps(TEXT_STEPS, label, cpu_seconds=True) as bar:
+        for step in bar:
+            loss, n = loss_of_window(model, windows(train_bytes, 32, generator), generator)
+            targets += n
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if step % 10 == 0:
+                bar.show(loss=loss.item())
     return loss.item(), time.process_time() - start, targets
 
 
@@ -2201,8 +2209,8 @@ def causal_loss(model, ids, generator):
 torch.manual_seed(0)
 encoder_lm = MaskedLM(BYTE_VOCAB, D_MODEL, N_HEAD, 2, D_FF)
 causal_lm = PrefixLM(BYTE_VOCAB, D_MODEL, N_HEAD, 2, D_FF)               # the same causal stack as section 7
-mlm_last, mlm_seconds, mlm_targets = train_on_text(encoder_lm, mlm_loss)
-causal_last, causal_seconds, causal_targets = train_on_text(causal_lm, causal_loss)
+mlm_last, mlm_seconds, mlm_targets = train_on_text(encoder_lm, mlm_loss, label="masked LM")
+causal_last, causal_seconds, causal_targets = train_on_text(causal_lm, causal_loss, label="causal LM")
 
 # Held-out text: the same chosen positions for both. The encoder sees the corrupted window (both sides);
 # the causal model sees the clean bytes to the LEFT of each chosen position and nothing to its right.

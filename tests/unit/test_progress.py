@@ -48,3 +48,10 @@ def test_other_errors_pass_through_unchanged(capsys):
 def test_bad_step_counts_are_refused(total, start):
     with pytest.raises(ValueError):
         progress.training_steps(total, "x", start=start)
+
+
+def test_cpu_seconds_are_said_so(capsys):
+    with progress.training_steps(2, "copy", cpu_seconds=True) as steps:
+        for _ in steps:
+            steps.predicted_s = 1.0
+    assert "2 steps in 0 CPU s (predicted 1 CPU s)" in capsys.readouterr().out
