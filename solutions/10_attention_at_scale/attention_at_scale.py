@@ -1077,8 +1077,10 @@ for cache in (None, {"k": k[..., :3, :], "v": v[..., :3, :]}):
 #   after the cached ones; the model returns their logits and the new caches.
 #
 # Greedy decoding picks the most likely next token each time (`argmax`; on ties, the lowest token id,
-# which is what `torch.argmax` returns). Feed the prompt once, then one token per step. The model's
-# positions are learned and limited: `model.block_size` tokens at most.
+# which is what `torch.argmax` returns). Feed the prompt once, then one token per step, and stop as soon as the
+# last token is chosen: its logits would never be used, so the model is called `max_new_tokens` times in all
+# (the prompt's call gives the first new token). The model's positions are learned and limited:
+# `model.block_size` tokens at most, and the whole returned sequence, prompt and new tokens, must fit in them.
 
 # %% id="nb10-031" nbgrader={"grade": false, "grade_id": "generate_greedy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1094,13 +1096,19 @@ def generate_greedy(model, idx, max_new_tokens):
     Returns:
         A new int64 tensor (B, T + max_new_tokens): the prompt followed by the generated tokens, each the
         argmax of the logits at the last position (ties: the lowest id). The same tokens as running the
-        whole sequence through model(idx) at every step. The model is called once on the whole prompt
-        and then once per further token with a (B, 1) input, with gradients off, the model and all its
-        submodules in eval mode (model.eval()); afterwards the model's train/eval mode is the same as
-        before (model.train(was_training)), and so is autograd's (torch.no_grad() as a with block).
+        whole sequence through model(idx) at every step. For max_new_tokens >= 1 the model is called
+        exactly max_new_tokens times: once on the whole prompt (its last logits give the first new token),
+        then once per further token with a (B, 1) input; never after the last token is chosen (its logits
+        would go unused). For max_new_tokens = 0 no token is chosen: calling the model on the prompt is
+        allowed, not needed. Every call runs with gradients off, the model and all its submodules in eval
+        mode (model.eval()); afterwards the model's train/eval mode is the same as before
+        (model.train(was_training)), and so is autograd's (torch.no_grad() as a with block).
         idx is left unchanged.
     Raises:
-        ValueError: if T + max_new_tokens exceeds model.block_size (the model has no position for more).
+        ValueError: if T + max_new_tokens > model.block_size, before any call: the returned sequence must
+        fit in the model's context. T + max_new_tokens = block_size is allowed (the last token is never
+        fed back, so the model sees at most block_size - 1 positions then), block_size + 1 raises; a prompt
+        longer than block_size raises even with max_new_tokens = 0.
     """
     ### BEGIN SOLUTION
     if idx.shape[1] + max_new_tokens > model.block_size:
@@ -1218,7 +1226,15 @@ checks.assert_tensor(out, name="generate_greedy up to exactly block_size tokens"
                      hint="3 + 7 = 10 = block_size is allowed: the last chosen token is never fed back.")
 model.train()
 checks.assert_raises(ValueError, generate_greedy, model, prompt, 8, name="generate_greedy past block_size (3 + 8 > 10)",
-                     hint="Check T + max_new_tokens against model.block_size before generating.")
+                     hint="Check T + max_new_tokens against model.block_size before generating: the returned sequence "
+                          "must fit in block_size (not only the positions the model is fed, which are one fewer).")
+# The bound on the prompt alone: a prompt of exactly block_size tokens with no new token is allowed, one longer raises.
+out = generate_greedy(model, torch.arange(10)[None] % 7, 0)
+checks.assert_equal(out.tolist(), (torch.arange(10)[None] % 7).tolist(), name="generate_greedy(prompt of block_size = 10 tokens, 0)",
+                    hint="T + 0 = block_size fits: return the prompt.")
+checks.assert_raises(ValueError, generate_greedy, model, torch.arange(11)[None] % 7, 0,
+                     name="generate_greedy(prompt of 11 tokens, 0) on a model of block_size 10",
+                     hint="T + max_new_tokens > block_size raises, with max_new_tokens = 0 too.")
 checks.assert_true(model.training is True, name="the mode of a model in train mode after generate_greedy raised ValueError",
                    problem="the model was left in eval mode.",
                    hint="Check the length before switching to eval mode (or restore the mode in a finally: block).")
