@@ -205,16 +205,23 @@ for T in (8192, 32768):
     print(f"T = {T:>6}: one fp32 T x T matrix = 4 T^2 = {4 * T * T:,} bytes = {4 * T * T / 2**20:,.0f} MiB")
 
 print(f"\n{'T':>6} {'naive peak':>12} {'2 x 4 T^2':>12} {'SDPA peak':>11}")
+naive_peaks, fused_peaks = {}, {}
 for T in (256, 512, 1024, 2048):
     q, k, v = torch.randn(3, 1, 1, T, 16).unbind(0)
-    _, naive_peak = peak_tensor_bytes(naive_attention, q, k, v)
-    _, fused_peak = peak_tensor_bytes(F.scaled_dot_product_attention, q, k, v)
-    print(f"{T:>6} {naive_peak / 2**20:>9.2f} MiB {2 * 4 * T * T / 2**20:>8.2f} MiB {fused_peak / 2**20:>8.3f} MiB")
+    _, naive_peaks[T] = peak_tensor_bytes(naive_attention, q, k, v)
+    _, fused_peaks[T] = peak_tensor_bytes(F.scaled_dot_product_attention, q, k, v)
+    print(f"{T:>6} {naive_peaks[T] / 2**20:>9.2f} MiB {2 * 4 * T * T / 2**20:>8.2f} MiB {fused_peaks[T] / 2**20:>8.3f} MiB")
+beyond = {T: naive_peaks[T] - 2 * 4 * T * T for T in naive_peaks}     # what the naive peak holds beyond S and P
+claims.claim(f"The naive peak is the two T x T matrices S and P plus the T x d output: beyond 2 x 4 T^2 it holds "
+             f"{beyond[2048]:,} bytes at T = 2048 (the output is 4 x 2048 x 16 = {4 * 2048 * 16:,})",
+             holds=all(0 <= extra <= 2 * 4 * T * 16 for T, extra in beyond.items()))
+claims.claim(f"PyTorch's fused kernel holds {fused_peaks[2048] / naive_peaks[2048]:.2%} of the naive peak at T = 2048",
+             holds=fused_peaks[2048] < 0.01 * naive_peaks[2048])
 
 # %% [markdown] id="nb10-005"
-# The naive peak is exactly two $T \times T$ matrices, and quadruples every time $T$ doubles.
-# PyTorch's fused `F.scaled_dot_product_attention` on this CPU holds a tiny fraction of that: it never
-# builds the whole score matrix. How?
+# The two claims above settle the prediction: the peak is the two $T \times T$ matrices (plus the small output),
+# so it quadruples every time $T$ doubles, and PyTorch's fused `F.scaled_dot_product_attention` holds a tiny
+# fraction of it: it never builds the whole score matrix. How?
 #
 # ### Memory that is big and slow, memory that is small and fast
 #
@@ -774,6 +781,18 @@ print("tiled_attention: hidden memory tests passed")
 # The cell below measures the peak extra memory of your `tiled_attention` (tiles of 64) against the
 # naive computation as $T$ grows, and times three implementations: the naive one, your tiled one, and
 # PyTorch's fused `F.scaled_dot_product_attention`.
+#
+# **Predict before you run.** From $T = 256$ to $T = 2048$ (8 times longer), by what factor does the naive peak
+# grow? And the tiled one, with tiles of 64: by 64, by 8, or by less? Which of the three is fastest?
+#
+# <details><summary>Answer</summary>
+#
+# The naive peak grows by about $8^2 = 64$ (two $T \times T$ matrices). The tiled one holds one $64 \times 64$ tile
+# of scores at a time plus the running statistics and the output, which are $O(T)$: it grows by at most 8, and in
+# practice by less, because the fixed tile dominates at these lengths (the cell checks both). The fused kernel is
+# the fastest at both lengths (checked too); your tiled version is slower than it at both, and the paragraph after
+# the timings says why.
+# </details>
 
 # %% id="nb10-022"
 lengths = [256, 512, 1024, 2048]
@@ -794,6 +813,9 @@ for T, a, b in zip(lengths, naive_mib, tiled_mib):
     print(f"T = {T:>5}: naive {a:7.2f} MiB, tiled {b:6.3f} MiB ({a / b:5.0f}x less)")
 print(f"growth from T = {lengths[0]} to {lengths[-1]} ({lengths[-1] // lengths[0]}x longer): "
       f"naive x{naive_mib[-1] / naive_mib[0]:.0f}, tiled x{tiled_mib[-1] / tiled_mib[0]:.1f}")
+claims.claim(f"8 times longer: the naive peak grows x{naive_mib[-1] / naive_mib[0]:.0f} (quadratic, x64), the tiled one "
+             f"x{tiled_mib[-1] / tiled_mib[0]:.1f} (at most linear, x8)",
+             holds=naive_mib[-1] / naive_mib[0] > 50 and tiled_mib[-1] / tiled_mib[0] < 8)
 
 
 # %% id="nb10-023"
@@ -829,9 +851,14 @@ implementations = {
     "SDPA (fused)": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
 }
 print(f"\n{'T':>6}" + "".join(f"{name:>16}" for name in implementations) + "   (ms; 4 heads, d = 64, causal, tiles of 64)")
+timings = {}
 for T in (256, 1024):
     q, k, v = torch.randn(3, 1, 4, T, 64).unbind(0)
-    print(f"{T:>6}" + "".join(f"{best_time(fn, q, k, v) * 1e3:16.2f}" for fn in implementations.values()))
+    timings[T] = {name: best_time(fn, q, k, v) for name, fn in implementations.items()}
+    print(f"{T:>6}" + "".join(f"{seconds * 1e3:16.2f}" for seconds in timings[T].values()))
+fused_margin = min(min(t["naive"], t["tiled (yours)"]) / t["SDPA (fused)"] for t in timings.values())
+claims.claim(f"The fused kernel is the fastest of the three at both lengths, at least {fused_margin:.1f} times faster "
+             f"than the next", holds=fused_margin > 1.2, why_it_may_not="timings on a busy machine vary")
 
 # %% [markdown] id="nb10-024"
 # Read the table before the explanation. Your tiled version always uses far less memory, but its
@@ -1301,7 +1328,19 @@ print("generate_greedy: hidden edge tests passed")
 # ### What the cache buys
 #
 # Generation time per token with and without the cache, as the sequence grows. Without it, step $t$
-# processes $t$ tokens; with it, one. The cache's size is checked against the formula.
+# processes $t$ tokens; with it, one. The cache's size is checked against the formula. (A few seconds.)
+#
+# **Predict before you run.** As the sequence grows from 64 to 504 tokens, what happens to the tokens per second
+# without the cache, and with it? At 504 tokens, is the cache's advantage closer to 2 times or to 500 times?
+#
+# <details><summary>Answer</summary>
+#
+# Without the cache the rate falls roughly as $1/t$: every step pushes the whole prefix through the weights. With
+# it the rate stays nearly flat: one token-pass per step, plus attention over the cached keys, which grows only
+# slowly at this size. The advantage at 504 tokens is an order of magnitude (the cell checks more than 3 times),
+# far from 504: a one-token call still pays the fixed cost of every layer's kernels and Python overhead, which a
+# long call spreads over hundreds of tokens.
+# </details>
 
 # %% id="nb10-036"
 model = TinyGPT(vocab_size=64, d_model=128, n_head=4, n_layer=4, block_size=512, attention=cached_attention, seed=0).eval()
@@ -1338,6 +1377,8 @@ ax.legend()
 plt.show()
 print(f"at length {checkpoints[-1]}: {uncached[-1]:.0f} tokens/s without the cache, {cached[-1]:.0f} with it "
       f"({cached[-1] / uncached[-1]:.1f}x)")
+claims.claim(f"At length {checkpoints[-1]} the cache generates {cached[-1] / uncached[-1]:.1f} times as many tokens per "
+             f"second as the loop without it", holds=cached[-1] > 3 * uncached[-1], why_it_may_not="timings on a busy machine vary")
 measured = sum(c["k"].nbytes + c["v"].nbytes for c in caches)
 formula = 2 * model.n_layer * length * model.d_model * 4
 print(f"cache after {length} tokens: {measured:,} bytes in the tensors; 2 * layers * T * d_model * 4 bytes = {formula:,}")
@@ -1437,6 +1478,16 @@ print("training_flops_per_token: hidden tests passed")
 # cell below counts one training step of `TinyGPT`. PyTorch's counter has no formula registered for the
 # CPU's fused attention kernel, so we register its own formulas for the GPU kernels
 # (`sdpa_flop`, `sdpa_backward_flop`) for the CPU ones too.
+#
+# **Predict before you run.** Will the counter find exactly $6N$ FLOPs per token in the products with weights? And
+# exactly $12LTd$ in attention?
+#
+# <details><summary>Answer</summary>
+#
+# $6N$ exactly: the weight products are the ones the formula counts, one forward and two backward. Attention comes
+# out at $14LTd$, not $12LTd$ (both checked by the cell); the paragraph after it says where the extra $2LTd$ comes
+# from.
+# </details>
 
 # %% id="nb10-042"
 from torch.utils import flop_counter
@@ -1473,9 +1524,13 @@ print(f"counted: {counter.get_total_flops() / tokens:,.0f} FLOPs per token, of w
       f"{(counter.get_total_flops() - attention_ops) / tokens:,.0f} (6N = {6 * N:,}) and attention {attention_ops / tokens:,.0f}")
 print(f"formula: 6N + 12 L T d = {formula:,}; attention term 12 L T d = {12 * model.n_layer * T * model.d_model:,}, "
       f"counted with recomputation 14 L T d = {14 * model.n_layer * T * model.d_model:,}")
+weight_flops = (counter.get_total_flops() - attention_ops) / tokens
+claims.claim(f"The counter finds {weight_flops:,.0f} FLOPs per token in products with weights, exactly 6N, and "
+             f"{attention_ops / tokens:,.0f} in attention, exactly 14 L T d",
+             holds=weight_flops == 6 * N and attention_ops == 14 * model.n_layer * T * model.d_model * tokens)
 
 # %% [markdown] id="nb10-043"
-# The weight products match $6N$ exactly. The attention count is $14 L T d$, not $12 L T d$: the fused
+# The weight products match $6N$, as predicted. The attention count is $14 L T d$, not $12 L T d$: the fused
 # kernel's backward pass *recomputes* the scores instead of storing the $T \times T$ matrix (one extra
 # $QK^\top$, $2Td$ per layer and token), and PyTorch's counter counts the FLOPs the kernel really does.
 # By convention, **model FLOPs utilisation (MFU)** counts only the FLOPs the model needs, $6N + 12LTd$, so
