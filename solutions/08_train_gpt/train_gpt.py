@@ -251,8 +251,9 @@ print(repr(text[1000:1200]))
 #
 # *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors with `data` left unchanged, the error).*
 #
-# Draw the $B$ starts with `torch.randint` using the `generator` you are given (so that a batch is
-# reproducible), then gather the windows. A loop over the batch is fine; building a `(B, T)` table of
+# Draw the $B$ starts from the `generator` you are given (so that a batch is reproducible), each of the $N - T$
+# starts equally likely, the first and the last included: `torch.randint` does exactly that (any other uniform draw
+# from the generator is accepted too), then gather the windows. A loop over the batch is fine; building a `(B, T)` table of
 # indices `start + offset` and indexing `data` with it does the whole batch in one step.
 
 # %% id="677ff067" nbgrader={"grade": false, "grade_id": "get_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -274,7 +275,11 @@ def get_batch(data, block_size, batch_size, generator=None):
             x[b] = data[s_b : s_b + T]          (the input window)
             y[b] = data[s_b + 1 : s_b + T + 1]  (the same window shifted by one: y[b, t] follows x[b, t])
         The starts are drawn independently and uniformly from {0, 1, ..., N - T - 1}: every window of
-        T + 1 tokens that fits is possible, and no index reaches past the end of data.
+        T + 1 tokens that fits is possible, and no index reaches past the end of data. Uniform means each of
+        the N - T starts has probability 1 / (N - T), the first (0) and the last (N - T - 1) included.
+        Any uniform draw from the generator is accepted (torch.randint(N - T, (B,), generator=generator) is
+        the natural one; a scaled torch.rand, floored, is another): the tests check which windows come out,
+        how often, and that a generator in the same state gives the same batch, not torch.randint's stream.
     Raises:
         ValueError: if N < T + 1 (not even one window fits).
     """
@@ -335,6 +340,16 @@ counts = torch.bincount(starts, minlength=n - t)
 checks.assert_true(bool((counts >= 10).all()) and bool((counts <= 100).all()), name="how often each start is drawn",
                    problem=f"counts per start (expected about 46 each): {counts.tolist()}",
                    hint="Every valid start should be equally likely, including 0 and N - T - 1.")
+# Three starts make the endpoints' share visible: N = 10, T = 7 leaves starts 0, 1, 2, about 2000 each of 6000 (sd
+# 36.5; 1820..2180 is 5 deviations). Rounding a scaled uniform draw, round(u * (N - T - 1)), gives each endpoint half
+# the share of a middle start (1500, 3000, 1500).
+few = get_batch(torch.arange(10), 7, 6000, torch.Generator().manual_seed(78))[0][:, 0]
+shares = torch.bincount(few, minlength=3).tolist()
+checks.assert_true(len(shares) == 3 and all(1820 <= c <= 2180 for c in shares),
+                   name="how often each start of N = 10, T = 7 is drawn (6000 windows)",
+                   problem=f"starts 0, 1, 2 drawn {shares} times (expected about 2000 each).",
+                   hint="Each start has probability 1 / (N - T), the first and the last too: torch.randint(N - T, ...), "
+                        "or floor(u * (N - T)) for a uniform u; rounding u * (N - T - 1) halves the endpoints.")
 same = get_batch(data, t, 50, torch.Generator().manual_seed(5))
 again = get_batch(data, t, 50, torch.Generator().manual_seed(5))
 checks.assert_equal(same[0].tolist(), again[0].tolist(), name="reproducibility with a seeded generator")
@@ -953,13 +968,13 @@ print(f"loss of the untrained model: {lm_loss(logits, y).item():.3f}   ln V = {m
 #
 # ### Exercise 4: `sample_next_token` (1 + 3 + 1 points)
 #
-# *Points: 1 visible, 3 hidden (behaviour), 1 hidden (edge cases: k > V, which tied tokens are kept, top-p after top-k, p = 1, one row per draw, the defaults, the logits left unchanged).*
+# *Points: 1 visible, 3 hidden (behaviour), 1 hidden (edge cases: k > V, which tied tokens are kept, top-p after top-k, p = 1 on float32 and bfloat16 logits, one row per draw, the defaults, the logits left unchanged).*
 #
 # Sorting the logits once (descending, with `stable=True` so that ties keep increasing ids) gives you
 # both filters: top-k is "the first $k$ of the sorted order", top-p is "the sorted positions whose
-# probability mass *before* them is still below $p$". Set the removed logits to $-\infty$, take the
-# softmax, draw with `torch.multinomial(..., generator=generator)`, and map the sorted position back to a
-# token id.
+# probability mass *before* them is still below $p$" ($p = 1$ filters nothing: skip it then). Set the removed
+# logits to $-\infty$, take the softmax, draw with `torch.multinomial(..., generator=generator)` (any draw from
+# the generator is accepted), and map the sorted position back to a token id.
 
 # %% id="26ef5830" nbgrader={"grade": false, "grade_id": "sample_next_token", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -976,8 +991,13 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator
         top_p: None, or p in (0, 1]: then keep the smallest set of most probable tokens (probabilities
             renormalised after top-k, in order of decreasing probability, equal ones by increasing id)
             whose total probability is >= p. The token whose probability makes the running sum reach p
-            is kept; the most probable token is always kept.
-        generator: torch.Generator used for the draw (all randomness comes from it).
+            is kept; the most probable token is always kept. p = 1 filters nothing: every token of
+            non-zero probability stays, even where a running sum computed in low precision (bfloat16
+            logits) rounds to 1 before the last token.
+        generator: torch.Generator used for the draw; None means PyTorch's global generator. All
+            randomness comes from it, drawn in any way (one torch.multinomial, torch.rand with the
+            cumulative sums, Gumbel noise, ...): the tests check which tokens come out, how often, and that
+            a generator in the same state gives the same tokens, not the values of a particular draw.
     Returns:
         int64 tensor of shape (B,): for each row, a token id drawn with probability proportional to
         exp(logits / tau) among the kept tokens, and probability exactly 0 for the others.
@@ -991,7 +1011,7 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator
     keep = torch.ones_like(sorted_logits, dtype=torch.bool)
     if top_k is not None:
         keep[..., top_k:] = False
-    if top_p is not None:
+    if top_p is not None and top_p < 1:
         probs = torch.softmax(sorted_logits.masked_fill(~keep, float("-inf")), dim=-1)
         mass_before = probs.cumsum(dim=-1) - probs
         keep &= mass_before < top_p
@@ -1156,6 +1176,14 @@ checks.assert_equal(drawn(ids), [0], name="tokens drawn with top_k=2 then top_p=
 rows = torch.stack([torch.tensor([0.5, 0.3, 0.15, 0.05]).log(), torch.tensor([0.05, 0.15, 0.3, 0.5]).log()]).repeat(3000, 1)
 ids = sample_next_token(rows, top_p=1.0, generator=torch.Generator().manual_seed(25))
 checks.assert_equal(drawn(ids), [0, 1, 2, 3], name="tokens drawn with top_p=1.0", hint="p = 1 keeps every token.")
+# p = 1 filters nothing on bfloat16 logits either: there a running sum of the sorted probabilities, in bfloat16,
+# reaches 1.0 before the last token (probability 0.0019; 20000 draws give it about 39 times).
+z16 = torch.randn(32, generator=torch.Generator().manual_seed(59)).to(torch.bfloat16)
+ids = sample_next_token(z16.expand(20000, 32).clone(), top_p=1.0, generator=torch.Generator().manual_seed(30))
+checks.assert_equal(sorted(set(range(32)) - set(ids.tolist())), [],
+                    name="tokens never drawn in 20000 draws with top_p=1.0 from 32 bfloat16 logits (the rarest has probability 0.0019)",
+                    hint="p = 1 keeps every token: skip the top-p filter when top_p >= 1 (a bfloat16 running sum reaches 1.0 "
+                         "before the last token, and mass_before < 1 then drops it).")
 ids = sample_next_token(rows, top_p=0.6, generator=torch.Generator().manual_seed(26))
 checks.assert_equal([drawn(ids[0::2]), drawn(ids[1::2])], [[0, 1], [2, 3]],
                     name="tokens drawn per row with top_p=0.6 (the rows' orders are reversed)",
@@ -1197,11 +1225,15 @@ checks.assert_equal(drawn(ids), [0, 1], name="tokens drawn from 20 equal logits 
 # * **`model.eval()`**: layers that behave differently in training (dropout) switch to inference
 #   behaviour, or the validation loss is measured on a randomly damaged model;
 # * **afterwards, the model goes back to the mode it was in**: forgetting `model.train()` silently turns
-#   dropout off for the rest of training, the classic bug of an evaluation function.
+#   dropout off for the rest of training, the classic bug of an evaluation function. "The mode it was in" is
+#   every module's own mode: a part kept frozen in evaluation mode inside a model that trains must stay so, and
+#   `model.train(was_training)` would switch it back to training (PyTorch Lightning restores each submodule's
+#   mode after validation for this reason). So remember `{m: m.training for m in model.modules()}` and put
+#   each one back.
 #
 # ### Exercise 5: `estimate_loss` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the return type, the weights left unchanged, batches that are not contiguous).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the return type, the weights left unchanged, batches that are not contiguous, submodules in mixed modes each restored).*
 
 # %% id="afcb030d" nbgrader={"grade": false, "grade_id": "estimate_loss", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1219,18 +1251,23 @@ def estimate_loss(model, batches):
         A Python float: the average over the batches of each batch's mean cross-entropy
         (F.cross_entropy over the flattened positions, ignore_index=-100).
     Behaviour: every forward pass runs under torch.no_grad() with the model in evaluation mode
-    (model.eval()); when the function returns, the model is back in the mode it had before the call
-    (training if it was training, evaluation if it was evaluating). The weights are not changed.
+    (model.eval(), which reaches every submodule); when the function returns, every module, the model and
+    each of its submodules, is back in the mode it had before the call (training if it was training,
+    evaluation if it was evaluating). Submodules may have been in mixed modes: a part frozen in evaluation
+    mode inside a model that trains stays in evaluation mode afterwards, so model.train(was_training) alone
+    is not enough (it sets every submodule to the outer module's mode); remember each module's mode.
+    The weights are not changed.
     """
     ### BEGIN SOLUTION
-    was_training = model.training
+    modes = {module: module.training for module in model.modules()}   # each module's own mode
     model.eval()
     total = 0.0
     with torch.no_grad():
         for x, y in batches:
             logits = model(x)
             total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100).item()
-    model.train(was_training)
+    for module, mode in modes.items():
+        module.training = mode
     return total / len(batches)
     ### END SOLUTION
 
@@ -1366,6 +1403,22 @@ x_tb, y_tb = torch.randint(6, (4, 2), generator=g), torch.randint(6, (4, 2), gen
 expected = F.cross_entropy(table[x_tb.T].reshape(-1, 6), y_tb.T.reshape(-1)).item()
 checks.assert_close(estimate_loss(model, [(x_tb.T, y_tb.T)]), expected, name="estimate_loss on a batch of transposed (2, 4) views",
                     hint="Flatten with reshape (or flatten), not view: view fails on a tensor that is not contiguous.")
+# Submodules in mixed modes: a part frozen in evaluation mode inside a model that trains (and the other way round).
+# Every forward runs in evaluation mode, and afterwards each module is back in its own mode.
+for outer_mode, inner_mode in [(True, False), (False, True)]:
+    inner = probes.make("utils.recording.RecordingLM", vocab_size=6, seed=8)
+    outer = probes.make("torch.nn.Sequential", inner)
+    outer.train(outer_mode)
+    inner.train(inner_mode)
+    estimate_loss(outer, batches[:2])
+    checks.assert_equal([c["training"] for c in inner.calls], [False, False],
+                        name=f"the submodule's mode during estimate_loss (model training={outer_mode}, submodule training={inner_mode})",
+                        hint="model.eval() sets every submodule to evaluation mode.")
+    checks.assert_equal([outer.training, inner.training], [outer_mode, inner_mode],
+                        name=f"(model.training, submodule.training) after estimate_loss (({outer_mode}, {inner_mode}) before)",
+                        hint="Restore every module's own mode: remember {m: m.training for m in model.modules()} before "
+                             "model.eval() and set each back; model.train(was_training) gives every submodule the outer "
+                             "module's mode.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="5f5595eb"
