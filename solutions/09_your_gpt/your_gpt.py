@@ -240,6 +240,11 @@ def get_batch(data, block_size, batch_size, generator=None):
         For each row b there is a start s_b with x[b] = data[s_b : s_b + T] and
         y[b] = data[s_b + 1 : s_b + T + 1]. The starts are drawn independently and uniformly from
         {0, 1, ..., N - T - 1}: every window of T + 1 tokens that fits is possible, none crosses the end.
+        Uniform means each of the N - T starts has probability 1 / (N - T), the first (0) and the last
+        (N - T - 1) included. Any uniform draw from the generator is accepted (torch.randint(N - T, (B,),
+        generator=generator) is the natural one; a scaled torch.rand, floored, is another): the tests check
+        which windows come out, how often, and that a generator in the same state gives the same batch,
+        not torch.randint's stream.
     Raises:
         ValueError: if N < T + 1 (not even one window fits).
     """
@@ -311,6 +316,16 @@ last = int((few == 1).sum())
 checks.assert_true(1840 <= last <= 2160, name="how often each start of N = 4, T = 2 is drawn (4000 windows)",
                    problem=f"start 0: {4000 - last} times, start 1: {last} times (expected about 2000 each).",
                    hint="Draw each start uniformly from {0, ..., N - T - 1}: the last start is as likely as any other.")
+# Three starts make the endpoints' share visible: N = 5, T = 2 leaves starts 0, 1, 2, about 2000 each of 6000 (sd
+# 36.5; 1820..2180 is 5 deviations). Rounding a scaled uniform draw, round(u * (N - T - 1)), gives each endpoint half
+# the share of the middle start (1500, 3000, 1500).
+few = get_batch(np.arange(5, dtype=np.uint16), 2, 6000, torch.Generator().manual_seed(78))[0][:, 0]
+shares = torch.bincount(few, minlength=3).tolist()
+checks.assert_true(len(shares) == 3 and all(1820 <= c <= 2180 for c in shares),
+                   name="how often each start of N = 5, T = 2 is drawn (6000 windows)",
+                   problem=f"starts 0, 1, 2 drawn {shares} times (expected about 2000 each).",
+                   hint="Each start has probability 1 / (N - T), the first and the last too: torch.randint(N - T, ...), "
+                        "or floor(u * (N - T)) for a uniform u; rounding u * (N - T - 1) halves the endpoints.")
 a = get_batch(data, t, 40, torch.Generator().manual_seed(5))
 b = get_batch(data, t, 40, torch.Generator().manual_seed(5))
 checks.assert_equal(a[0].tolist(), b[0].tolist(), name="reproducibility with a seeded generator",
@@ -1344,7 +1359,9 @@ for max_norm in [10.0, 0.5]:
 # 3. forward: `logits, loss = model(x, y)`;
 # 4. backward;
 # 5. clip the gradients by their global norm to `max_norm` (`torch.nn.utils.clip_grad_norm_`, or your
-#    `clip_grad_norm`, writing the result back into each `.grad`);
+#    `clip_grad_norm`, writing the result back into each `.grad`), one norm over all the parameters: the
+#    optimizer holds every parameter of the model, so `model.parameters()` and the optimizer's groups are the
+#    same set;
 # 6. `optimizer.step()`;
 # 7. return the loss as a Python float (the loss of this batch before the update).
 #
@@ -1353,7 +1370,8 @@ for max_norm in [10.0, 0.5]:
 # from the device) makes the forward run them in bfloat16 or float16; the backward follows the forward's
 # choices by itself, so only the forward goes inside the `with`. float16 (on GPUs without bfloat16, such
 # as Colab's T4) has so small a range that small gradients round to 0: a **loss scaler** multiplies the
-# loss by a large factor before the backward (`scaler.scale(loss).backward()`) and divides the gradients
+# loss by a large factor before the backward, after the `with` block (`scaler.scale(loss).backward()`: scaling
+# is not part of the forward) and divides the gradients
 # by it again (`scaler.unscale_(optimizer)`) **before** they are clipped (clipping the scaled gradients
 # would clip nearly everything); `scaler.step(optimizer)` skips the update if a gradient overflowed, and
 # `scaler.update()` adapts the factor.
@@ -1401,14 +1419,19 @@ def train_step(model, optimizer, x, y, lr, max_norm=1.0, precision=None, scaler=
 
     Args:
         model: nn.Module called as model(x, y) -> (logits, loss). optimizer: a torch.optim.Optimizer over
-        its parameters (any number of groups). x, y: int64 tensors (B, T). lr: float, this step's learning
-        rate. max_norm: float > 0, the gradient clipping threshold (global norm).
+        all of its parameters (any number of groups; every parameter of the model in exactly one group), so
+        the model's parameters and the optimizer's are the same tensors. x, y: int64 tensors (B, T). lr:
+        float, this step's learning rate. max_norm: float > 0, the gradient clipping threshold: one global
+        norm over all those parameters' gradients (clip model.parameters() or the parameters of
+        optimizer.param_groups: the same set, either is accepted).
         precision: None, or an object whose precision.autocast() returns a context manager (a
         utils.precision.Precision): the forward, and only the forward, runs inside
         `with precision.autocast():`; backward, clipping and the update come after it, outside.
-        scaler: None, or a loss scaler with torch.amp.GradScaler's methods (float16 needs one): the
-        backward runs on scaler.scale(loss); scaler.unscale_(optimizer) comes before the clipping (which
-        must see the true gradients); scaler.step(optimizer) then scaler.update() replace optimizer.step().
+        scaler: None, or a loss scaler with torch.amp.GradScaler's methods (float16 needs one):
+        scaler.scale(loss) is called once, after the `with` block (it is not part of the forward), and the
+        backward runs on what it returns: scaler.scale(loss).backward(); scaler.unscale_(optimizer) comes
+        after the backward and before the clipping (which must see the true gradients);
+        scaler.step(optimizer) then scaler.update() replace optimizer.step().
     Returns:
         A Python float: the loss (unscaled). Effects, in order: model.train() (the forward runs in training
         mode, every submodule included, whatever mode the model came in; it is left in training mode); every
@@ -1699,7 +1722,8 @@ class RMSNorm(nn.Module):
 
     RMSNorm(d, eps=1e-6)
       Parameters: weight, an nn.Parameter of shape (d,) initialised to ones (the gain g). No other
-      parameters (no shift); eps is a plain float attribute.
+      parameters (no shift); eps is a plain float attribute. An int eps is accepted and used as a float:
+      RMSNorm(d, eps=1) has eps == 1.0, a float, and normalises exactly as eps=1.0 does.
 
     forward(x):
         x: floating tensor of shape (..., d), any number of leading axes (also none), float32 or float64.
@@ -1711,7 +1735,7 @@ class RMSNorm(nn.Module):
     def __init__(self, d, eps=1e-6):
         super().__init__()
         ### BEGIN SOLUTION
-        self.eps = eps
+        self.eps = float(eps)
         self.weight = nn.Parameter(torch.ones(d))
         ### END SOLUTION
 
@@ -1784,9 +1808,14 @@ params = probes.parameters(RMSNorm(7))
 checks.assert_equal(sorted(params), ["weight"], name="the parameters of RMSNorm(7)", hint="Exactly one parameter, weight.")
 checks.assert_close(params["weight"], torch.ones(7), atol=0, rtol=0, name="RMSNorm(7).weight at initialisation",
                     hint="The gain starts at ones.")
-for norm, eps in [(RMSNorm(7), 1e-6), (RMSNorm(3, eps=0.25), 0.25)]:
+for norm, eps in [(RMSNorm(7), 1e-6), (RMSNorm(3, eps=0.25), 0.25), (RMSNorm(3, eps=1), 1.0)]:
     checks.assert_true(type(norm.eps) is float and norm.eps == eps, name=f"RMSNorm's eps attribute (expected the float {eps})",
-                       problem=f"got {type(norm.eps).__name__} {norm.eps!r}", hint="Keep eps as a plain float: self.eps = eps.")
+                       problem=f"got {type(norm.eps).__name__} {norm.eps!r}",
+                       hint="Keep eps as a plain float: self.eps = float(eps) (an int eps such as 1 becomes 1.0).")
+# An int eps normalises as the same float does.
+x = torch.tensor([[3.0, 4.0], [0.5, -1.0]])
+checks.assert_close(RMSNorm(2, eps=1)(x), F.rms_norm(x, (2,), eps=1.0), atol=1e-6, rtol=1e-6, name="RMSNorm(2, eps=1) (an int eps)",
+                    hint="An int eps is used as the float it equals, inside the square root: sqrt(mean(x^2) + 1.0).")
 # The default eps is 1e-6: on entries of size 1e-3 the mean square is 1e-6, the same size as eps.
 x = torch.full((2, 4), 1e-3, dtype=torch.float64)
 checks.assert_close(RMSNorm(4).double()(x), F.rms_norm(x, (4,), eps=1e-6), atol=1e-9, rtol=1e-9,
@@ -1842,9 +1871,13 @@ class SwiGLU(nn.Module):
       3 * d_model * d_ff parameters in all.
 
     forward(x):
-        x: floating tensor of shape (..., d_model), float32 or float64.
+        x: floating tensor of shape (..., d_model), float32 or float64, of the weights' dtype (float32 as
+            built; call .double() on the module for float64 input, as for any nn.Linear).
         Returns a new tensor of the same shape and dtype: w2(silu(w1(x)) * w3(x)), with
         silu(z) = z * sigmoid(z), applied to every position separately. x is not modified. Differentiable.
+        A float64 input to a float32 module is outside the contract: nn.Linear raises a RuntimeError for it
+        (its input and weight must have one dtype), and any behaviour there is accepted; the tests always
+        match the dtypes. (RMSNorm is different: its gain only multiplies, so a float64 x promotes the result.)
     """
 
     def __init__(self, d_model, d_ff):
