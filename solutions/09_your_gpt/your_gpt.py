@@ -35,10 +35,16 @@
 # * the same on your own BPE tokens (02), and ablations of your model (no causal mask, one head, no positions,
 #   a LLaMA-style block) after predicting what each will do.
 #
-# Every training cell prints its predicted time (measured on its first steps) and shows a progress bar. The
-# exercises all come before the first training cell: if you stop the run there, your answers are complete.
+# **Time.** On a 2-core laptop CPU the whole notebook takes about two to two and a half minutes of CPU time (90 to
+# 120 CPU seconds alone, where every part falls back to PyTorch's; about 145 with your own parts of notebooks 02
+# and 05 to 07 beside it, which are slower, and the control). Three cells take nearly all of it, each between half
+# a minute and a minute: the main run of section 8, the BPE run of section 9 and the ablations of section 10. Each
+# training cell also prints its predicted time after its first steps and shows a progress bar. On a GPU the
+# notebook runs its larger configuration and is untimed as a whole (the README gives one H100's time for the
+# section 8 run). The exercises all come before the first training cell: if you stop the run there, your
+# answers are complete.
 #
-# *Points: 9 exercises, each with visible tests, hidden tests (behaviour) and, where a mostly-right answer
+# *Points: 10 exercises, each with visible tests, hidden tests (behaviour) and, where a mostly-right answer
 # can miss an edge clause, a further hidden cell for those clauses.*
 
 # %% id="c01" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -160,7 +166,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from utils import corpus, run_cost, your_parts
+from utils import claims, corpus, run_cost, your_parts
 from utils import precision as precisions
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -385,6 +391,11 @@ checks.assert_true(later[0].tolist() != first[0].tolist(), name="two calls of ge
 # and dividing by the **number of UTF-8 bytes** of that text gives **bits per byte**, the same for every
 # tokenizer. (Bytes, not characters: `é` is one character but two bytes, and byte-level tokenizers see
 # bytes.) A model that assigns every byte probability 1/256 scores 8 bits per byte.
+#
+# ### Exercise: `bits_per_byte` (1 + 2 + 1 points)
+#
+# *Points: 1 visible, 2 hidden (the conversion on other losses, token counts and texts, a tensor loss), 1 hidden
+# (errors and edge cases: no token, an empty text, one token, a text of whitespace, the return type).*
 
 # %% id="c11" nbgrader={"grade": false, "grade_id": "bits_per_byte", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -477,6 +488,12 @@ checks.assert_true(type(out) is float, name="return type for a tensor loss", pro
 # the $V$ tokens gets $\alpha$ pseudo-counts, so the denominator adds $\alpha V$ (not $\alpha (V-1)$): the
 # probabilities of a context sum to 1. $n = 1$ is the unigram (no context), $n = 2$ the bigram, $n = 3$ the
 # trigram. The trigram is the bar: **your GPT must beat it.**
+#
+# ### Exercise: `ngram_nll` (1 + 2 + 1 points)
+#
+# *Points: 1 visible, 2 hidden (orders and smoothings against a reference count, vocabulary ids no text uses, a
+# text exactly `order` tokens long, 200,000 tokens quickly), 1 hidden (errors: order < 1, alpha <= 0, a split
+# shorter than the order).*
 
 # %% id="c16" nbgrader={"grade": false, "grade_id": "ngram_nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1015,9 +1032,17 @@ print("head.weight is tok_emb.weight:", probe.head.weight is probe.tok_emb.weigh
 #   Adding $\lambda\theta$ to the gradient instead (L2, as in plain Adam) sends it through $1/\sqrt{\hat v}$,
 #   so weights with large gradients are barely decayed: not the same regulariser.
 # * **What is decayed**: the matrices of linear layers. Not biases and norm gains/shifts (few numbers, no
-#   overfitting to prevent, and decaying a gain pulls it to 0 and fights the normalisation), and not the
-#   embeddings (a row of a rare token gets few gradient updates, so decay would shrink it to nothing
-#   between its appearances; with a tied head the matrix is an embedding).
+#   overfitting to prevent, and decaying a gain pulls it to 0 and fights the normalisation). **Embeddings are
+#   where recipes differ, and both conventions are in use.** nanoGPT, and notebook 08's `configure_optimizer`,
+#   decay every tensor with two or more dimensions, embedding tables included; many other recipes, and this
+#   notebook's `decay_names`, leave embeddings undecayed. The argument for leaving them out holds for an
+#   *untied* table whose rows are only read: a row gets a gradient only at the steps where its token (or
+#   position) occurs, while decoupled decay shrinks every row at every step, so a rare row drifts towards 0
+#   between its appearances (notebook 06 measures this for a position table). For a *tied* matrix that
+#   argument does not apply: through the output softmax every row gets a gradient at every step, like any
+#   weight of a linear layer, and decaying it is as reasonable as decaying the head. We keep the tied matrix
+#   undecayed for one rule that covers every embedding; at the sizes and lengths of these notebooks the choice
+#   makes little difference, and notebook 08 makes the other one.
 #
 # *Points for `adamw_update`: 1 visible, 2 hidden (equal to `torch.optim.AdamW` step by step), 1 hidden (edge cases).*
 
@@ -1702,8 +1727,13 @@ checks.assert_close(scaler.get_scale(), 32768.0, atol=0, rtol=0, name="the scale
 # <details><summary>Answer</summary>
 #
 # RMSNorm: about $(1.002, 0.998, 1.000, 1.000)$, since the root mean square is about 5. LayerNorm removes the
-# mean 5 first and normalises what is left: about $(1.41, -1.41, 0, 0)$. The two are different functions;
-# RMSNorm only costs less when the vectors it meets have means near 0, as they do in a trained stream.
+# mean 5 first and normalises what is left, $(0.01, -0.01, 0, 0)$, whose variance is only $5 \cdot 10^{-5}$: with
+# $\varepsilon = 0$ that would give $(1.41, -1.41, 0, 0)$, but `nn.LayerNorm`'s $\varepsilon = 10^{-5}$ sits inside
+# the root beside a variance only five times larger, so it gives $0.01/\sqrt{5 \cdot 10^{-5} + 10^{-5}} \approx
+# 1.29$: $(1.29, -1.29, 0, 0)$ (the cell after the RMSNorm exercise computes both). That is notebook 07's lesson
+# on $\varepsilon$ inside the root: when the variance is no longer large beside $\varepsilon$, the output shrinks.
+# The two are different functions; RMSNorm only costs less when the vectors it meets have means near 0, as they
+# do in a trained stream.
 # </details>
 #
 # ### Exercise: `RMSNorm` (1 + 2 + 1 points)
@@ -1846,6 +1876,19 @@ traced = probes.traced_call(RMSNorm(4), x)
 checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="RMSNorm's input after the call", hint="Do not modify x in place.")
 checks.assert_true(not traced.shares_memory, name="RMSNorm's output", problem="the output shares memory with x.", hint="Return a new tensor.")
 ### END HIDDEN TESTS
+
+# %% id="rms-vs-layernorm"
+# The prediction of section 6: RMSNorm and LayerNorm of a vector near 5 (both with their gains at one).
+near_five = torch.tensor([5.01, 4.99, 5.00, 5.00])
+rms_out = RMSNorm(4)(near_five)
+ln_out = torch.nn.LayerNorm(4)(near_five).detach()          # PyTorch's LayerNorm, eps = 1e-5 inside the root
+ln_no_eps = torch.nn.functional.layer_norm(near_five, (4,), eps=0.0)
+print(f"RMSNorm:             {[round(v, 4) for v in rms_out.tolist()]}")
+print(f"LayerNorm (eps 1e-5): {[round(v, 4) for v in ln_out.tolist()]}   (variance of the vector: {near_five.var(unbiased=False).item():.1e})")
+print(f"LayerNorm (eps 0):    {[round(v, 4) for v in ln_no_eps.tolist()]}")
+claims.claim(f"RMSNorm keeps the vector near (1, 1, 1, 1) ({rms_out[0].item():.4f} first), LayerNorm gives {ln_out[0].item():.3f}, "
+             f"not {ln_no_eps[0].item():.3f}: its eps sits inside the root beside a variance only 5 times larger",
+             holds=abs(rms_out[0].item() - 1.0) < 0.01 and abs(ln_out[0].item() - 1.291) < 0.005 and abs(ln_no_eps[0].item() - 1.414) < 0.005)
 
 # %% [markdown] id="c062edf1"
 # ### Exercise: `SwiGLU` (1 + 2 + 1 points)
