@@ -2210,6 +2210,22 @@ def val_bits_per_byte(model, data, block_size, decode):
 # is stated for the GPU run, and the cell says whether it was reached (the course's maintainers ran it on an
 # H100; what it printed there is in the README's section on training at scale; no T4 was tried). If the validation figure disappoints while the training loss keeps
 # falling, the model is memorising: shorten the run (`steps`) and compare.
+#
+# The next cell takes between half a minute and a minute of CPU on a 2-core laptop (it prints its prediction after
+# 8 steps).
+#
+# **Predict before you run.** On the CPU the run makes about 1.8 passes over the training text. Will your GPT beat
+# the counted trigram, which has seen every triple of that text at once? And when does its training loss cross the
+# trigram's line: in the first quarter of the run, around the middle, or late?
+#
+# <details><summary>Answer</summary>
+#
+# It beats the trigram on validation (the cell checks it), but not early: the line under the figure prints the
+# step where the 20-step mean of the training loss first falls below the trigram (on the CPU configuration, around
+# the middle of the run or later, depending on your parts). The counts know every pair and triple of the text from
+# the start; the network must first learn those statistics from batches before it can use the longer context that
+# counting cannot, so it spends a good part of a short run catching up.
+# </details>
 
 # %% id="c48"
 BIG = ON_GPU or LONG_RUN
@@ -2305,6 +2321,14 @@ else:
     print("control (PyTorch's parts): your GPT's run (the same run: every model part fell back)")
 if ON_GPU or LONG_RUN:
     print(f"target {GPU_TARGET} bits per byte:", "reached" if char_bpb <= GPU_TARGET else "not reached")
+claims.claim(f"Your GPT beats the counted trigram on validation: {char_bpb:.3f} bits per byte against {trigram:.3f}",
+             holds=char_bpb < trigram, why_it_may_not="a part that trains worse than PyTorch's, or a shortened run")
+if MODEL_IS_YOURS:
+    claims.claim(f"The control from PyTorch's parts starts from your first loss ({control_losses[0]:.5f} against "
+                 f"{losses[0]:.5f}) and trains as fast: the means of steps {control_steps - window + 1}-{control_steps} "
+                 f"differ by {abs(control_mean - your_mean):.3f} nats",
+                 holds=abs(control_losses[0] - losses[0]) < 1e-4 and abs(control_mean - your_mean) < 0.05,
+                 why_it_may_not="one of your parts computes other logits or other gradients than PyTorch's")
 
 # %% id="gpt-against-baselines-figure"
 import matplotlib.pyplot as plt
@@ -2360,7 +2384,20 @@ print(repr(generate(gpt, list(run_encode("The ")), 200, run_decode)))
 # split. It is encoded in chunks into one `uint16` array. Each BPE token covers several characters, so a
 # window of 64 tokens sees more text; per token the loss is higher, per byte it may well be lower. The counted
 # models are recomputed on the BPE tokens (a trigram over BPE tokens spans more text, but its counts are
-# sparser). The model is your GPT from section 8, trained the same way.
+# sparser). The model is your GPT from section 8, trained the same way. The cell takes between half a minute and a
+# minute of CPU on a 2-core laptop (longer when your own `train_bpe` trains the tokenizer, in Python).
+#
+# **Predict before you run.** Same model, same steps, same windows of 64 tokens. Per token, will the BPE model's
+# validation loss be higher or lower than the character model's? And per byte? Does it still beat the trigram
+# counted on BPE tokens?
+#
+# <details><summary>Answer</summary>
+#
+# Per token higher, by far: a BPE token carries about two characters, so there is more to predict in each. Per
+# byte lower: a window of 64 BPE tokens sees about twice the text, and the model spends its capacity on word
+# pieces rather than on spelling; and it still beats the BPE trigram, whose counts are sparser (the cell checks
+# all three). This is why per-token losses of different tokenizers are never compared.
+# </details>
 
 # %% id="c51"
 def train_hf_bpe(train_text, vocab_size):
@@ -2404,18 +2441,26 @@ if BIG:
     torch.manual_seed(0)
     small_char = GPT(char_vocab, SMALL_RUN["block_size"], positions=POSITIONS, parts=CARRIED.parts, **SMALL_MODEL)
     train(small_char, char_train, label="your GPT on characters (small run)", **SMALL_RUN)
-    results = {"char": {"GPT": val_bits_per_byte(small_char, char_val, SMALL_RUN["block_size"], char_decode)[0]}}
+    small_bpb, small_loss = val_bits_per_byte(small_char, char_val, SMALL_RUN["block_size"], char_decode)
 else:
-    results = {"char": {"GPT": char_bpb}}
+    small_bpb, small_loss = char_bpb, char_loss
+results = {"char": {"GPT": small_bpb}}
 torch.manual_seed(0)
 bpe_gpt = GPT(bpe_vocab, SMALL_RUN["block_size"], positions=POSITIONS, parts=CARRIED.parts, **SMALL_MODEL)
 _, bpe_seconds = train(bpe_gpt, bpe_train, label="your GPT on BPE tokens", **SMALL_RUN)
-results["BPE"] = {"GPT": val_bits_per_byte(bpe_gpt, bpe_val, SMALL_RUN["block_size"], bpe_decode)[0]}
+bpe_bpb, bpe_loss = val_bits_per_byte(bpe_gpt, bpe_val, SMALL_RUN["block_size"], bpe_decode)
+results["BPE"] = {"GPT": bpe_bpb}
 print(f"BPE GPT: {SMALL_RUN['steps']} steps in {bpe_seconds:.1f} s")
 print(f"\n{'bits per byte':22s}{'characters':>12s}{'BPE 512':>10s}")
 for row in ["unigram", "bigram", "trigram"]:
     print(f"{'counted ' + row:22s}{baselines['char'][row]:12.3f}{baselines['BPE'][row]:10.3f}")
 print(f"{'your GPT (same steps)':22s}{results['char']['GPT']:12.3f}{results['BPE']['GPT']:10.3f}")
+print(f"{'(per token, nats)':22s}{small_loss:12.3f}{bpe_loss:10.3f}")
+claims.claim(f"Per token the BPE model's loss is higher ({bpe_loss:.3f} nats against {small_loss:.3f}), per byte it is "
+             f"lower ({bpe_bpb:.3f} bits against {small_bpb:.3f}), and it beats the trigram counted on BPE tokens "
+             f"({baselines['BPE']['trigram']:.3f})",
+             holds=bpe_loss > small_loss and bpe_bpb < small_bpb and bpe_bpb < baselines["BPE"]["trigram"],
+             why_it_may_not="another tokenizer or a shortened run")
 
 # %% [markdown] id="c52"
 # ## 10. Ablations of your model: predict first, then run
@@ -2432,6 +2477,24 @@ print(f"{'your GPT (same steps)':22s}{results['char']['GPT']:12.3f}{results['BPE
 #    (hidden width $\tfrac{2}{3}\cdot 4C$ so the parameter count stays about the same). The positions are
 #    your model's: RoPE when your `apply_rope` loaded in section 7 (this notebook contains no RoPE), else
 #    learned.
+#
+# The cell trains five models of 400 steps: between half a minute and a minute of CPU on a 2-core laptop.
+#
+# <details><summary>Answers (open after writing yours down)</summary>
+#
+# 1. Given enough steps, the training loss without the mask falls far below the others: position $t$ reads token
+#    $t+1$, the answer, from its input. In 400 steps of a tiny model it may not have learned that copy yet (the
+#    cell prints which happened). Either way it learns nothing about predicting the unseen next token: at the last
+#    position of each window, where there is no future to read, it is worse than the causal model (checked), and
+#    its generations, which never have a future, degenerate.
+# 2. One head against four at the same width: four heads can attend to four patterns per layer (with RoPE, to
+#    several offsets at once), one head to a single mixture. The difference at this scale depends on your parts
+#    and positions: read your row against the run-to-run noise.
+# 3. No positions: worse (checked). A causal model can still infer a little about position from how many
+#    tokens it sees, but it cannot tell `ab` from `ba` among the tokens it attends to.
+# 4. The LLaMA-style block: a small difference either way at this scale (read your row against the noise); its
+#    advantages were measured on models thousands of times larger and runs far longer.
+# </details>
 
 # %% id="c53"
 LLAMA_PARTS = dict(CARRIED.parts, norm=RMSNorm, ffn=lambda n_embd, d_ff: SwiGLU(n_embd, 2 * d_ff // 3))
@@ -2483,6 +2546,11 @@ print(f"\nno causal mask: training loss {mask['train']:.3f} nats against the bas
          " -> not far lower: in this many steps it has not learned to copy the next token yet"))
 print(f"at the last position of each window, where no future exists: {open_last:.3f} nats against the baseline's {base_last:.3f}"
       + (" -> without the future to copy, it is worse than the causal model" if open_last > base_last else ""))
+claims.claim(f"Where no future exists, at the last position of each window, the model trained without the mask is "
+             f"worse than the causal one: {open_last:.3f} nats against {base_last:.3f}", holds=open_last > base_last + 0.1)
+claims.claim(f"Without positions the model is worse: validation {ablations['no positions']['bpb']:.3f} bits per byte "
+             f"against the baseline's {base['bpb']:.3f}", holds=ablations["no positions"]["bpb"] > base["bpb"] + 0.03,
+             why_it_may_not="one seed of a 400-step run: compare with the run-to-run noise")
 
 # %% [markdown] id="7f5a77e4"
 # **Reading the table.** Without the mask, position $t$ can attend to token $t+1$, the very token it must
