@@ -19,7 +19,7 @@
 # This is the capstone: you will train a real decoder-only transformer language model from scratch and
 # watch it learn, on a laptop CPU or, larger, on a Colab GPU.
 #
-# **Time.** The whole notebook takes under a minute of CPU time on a 2-core laptop (35 to 45 CPU seconds on one
+# **Time.** The whole notebook takes under a minute of CPU time on a 2-core laptop (30 to 45 CPU seconds on one
 # thread where it was checked; the two longest cells, sections 9 and 10, say beforehand how long they take). On a
 # GPU it trains larger models and is untimed as a whole (the README gives one H100's time for section 9).
 # Everything earlier in the course appears here as a PyTorch built-in (`F.scaled_dot_product_attention`,

@@ -36,7 +36,7 @@
 # The notebook stands alone: the small GPT it needs is `utils.tiny_gpt.TinyGPT`, built from PyTorch's
 # own parts, and the memory tracer is `utils.memory.PeakTensorMemory`.
 #
-# **Time.** The whole notebook takes about 15 CPU seconds on a 2-core laptop (13 to 15 on one thread where it was
+# **Time.** The whole notebook takes about 15 CPU seconds on a 2-core laptop (12 to 15 on one thread where it was
 # checked); no cell runs longer than a few seconds. On a GPU it is untimed.
 #
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
