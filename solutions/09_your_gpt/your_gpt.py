@@ -35,10 +35,16 @@
 # * the same on your own BPE tokens (02), and ablations of your model (no causal mask, one head, no positions,
 #   a LLaMA-style block) after predicting what each will do.
 #
-# Every training cell prints its predicted time (measured on its first steps) and shows a progress bar. The
-# exercises all come before the first training cell: if you stop the run there, your answers are complete.
+# **Time.** On a 2-core laptop CPU the whole notebook takes about two to two and a half minutes of CPU time (90 to
+# 120 CPU seconds alone, where every part falls back to PyTorch's; about 145 with your own parts of notebooks 02
+# and 05 to 07 beside it, which are slower, and the control). Three cells take nearly all of it, each between half
+# a minute and a minute: the main run of section 8, the BPE run of section 9 and the ablations of section 10. Each
+# training cell also prints its predicted time after its first steps and shows a progress bar. On a GPU the
+# notebook runs its larger configuration and is untimed as a whole (the README gives one H100's time for the
+# section 8 run). The exercises all come before the first training cell: if you stop the run there, your
+# answers are complete.
 #
-# *Points: 9 exercises, each with visible tests, hidden tests (behaviour) and, where a mostly-right answer
+# *Points: 10 exercises, each with visible tests, hidden tests (behaviour) and, where a mostly-right answer
 # can miss an edge clause, a further hidden cell for those clauses.*
 
 # %% id="c01" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -160,7 +166,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from utils import corpus, run_cost, your_parts
+from utils import claims, corpus, run_cost, your_parts
 from utils import precision as precisions
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -240,6 +246,11 @@ def get_batch(data, block_size, batch_size, generator=None):
         For each row b there is a start s_b with x[b] = data[s_b : s_b + T] and
         y[b] = data[s_b + 1 : s_b + T + 1]. The starts are drawn independently and uniformly from
         {0, 1, ..., N - T - 1}: every window of T + 1 tokens that fits is possible, none crosses the end.
+        Uniform means each of the N - T starts has probability 1 / (N - T), the first (0) and the last
+        (N - T - 1) included. Any uniform draw from the generator is accepted (torch.randint(N - T, (B,),
+        generator=generator) is the natural one; a scaled torch.rand, floored, is another): the tests check
+        which windows come out, how often, and that a generator in the same state gives the same batch,
+        not torch.randint's stream.
     Raises:
         ValueError: if N < T + 1 (not even one window fits).
     """
@@ -311,6 +322,16 @@ last = int((few == 1).sum())
 checks.assert_true(1840 <= last <= 2160, name="how often each start of N = 4, T = 2 is drawn (4000 windows)",
                    problem=f"start 0: {4000 - last} times, start 1: {last} times (expected about 2000 each).",
                    hint="Draw each start uniformly from {0, ..., N - T - 1}: the last start is as likely as any other.")
+# Three starts make the endpoints' share visible: N = 5, T = 2 leaves starts 0, 1, 2, about 2000 each of 6000 (sd
+# 36.5; 1820..2180 is 5 deviations). Rounding a scaled uniform draw, round(u * (N - T - 1)), gives each endpoint half
+# the share of the middle start (1500, 3000, 1500).
+few = get_batch(np.arange(5, dtype=np.uint16), 2, 6000, torch.Generator().manual_seed(78))[0][:, 0]
+shares = torch.bincount(few, minlength=3).tolist()
+checks.assert_true(len(shares) == 3 and all(1820 <= c <= 2180 for c in shares),
+                   name="how often each start of N = 5, T = 2 is drawn (6000 windows)",
+                   problem=f"starts 0, 1, 2 drawn {shares} times (expected about 2000 each).",
+                   hint="Each start has probability 1 / (N - T), the first and the last too: torch.randint(N - T, ...), "
+                        "or floor(u * (N - T)) for a uniform u; rounding u * (N - T - 1) halves the endpoints.")
 a = get_batch(data, t, 40, torch.Generator().manual_seed(5))
 b = get_batch(data, t, 40, torch.Generator().manual_seed(5))
 checks.assert_equal(a[0].tolist(), b[0].tolist(), name="reproducibility with a seeded generator",
@@ -370,6 +391,11 @@ checks.assert_true(later[0].tolist() != first[0].tolist(), name="two calls of ge
 # and dividing by the **number of UTF-8 bytes** of that text gives **bits per byte**, the same for every
 # tokenizer. (Bytes, not characters: `é` is one character but two bytes, and byte-level tokenizers see
 # bytes.) A model that assigns every byte probability 1/256 scores 8 bits per byte.
+#
+# ### Exercise: `bits_per_byte` (1 + 2 + 1 points)
+#
+# *Points: 1 visible, 2 hidden (the conversion on other losses, token counts and texts, a tensor loss), 1 hidden
+# (errors and edge cases: no token, an empty text, one token, a text of whitespace, the return type).*
 
 # %% id="c11" nbgrader={"grade": false, "grade_id": "bits_per_byte", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -462,6 +488,12 @@ checks.assert_true(type(out) is float, name="return type for a tensor loss", pro
 # the $V$ tokens gets $\alpha$ pseudo-counts, so the denominator adds $\alpha V$ (not $\alpha (V-1)$): the
 # probabilities of a context sum to 1. $n = 1$ is the unigram (no context), $n = 2$ the bigram, $n = 3$ the
 # trigram. The trigram is the bar: **your GPT must beat it.**
+#
+# ### Exercise: `ngram_nll` (1 + 2 + 1 points)
+#
+# *Points: 1 visible, 2 hidden (orders and smoothings against a reference count, vocabulary ids no text uses, a
+# text exactly `order` tokens long, 200,000 tokens quickly), 1 hidden (errors: order < 1, alpha <= 0, a split
+# shorter than the order).*
 
 # %% id="c16" nbgrader={"grade": false, "grade_id": "ngram_nll", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1000,9 +1032,17 @@ print("head.weight is tok_emb.weight:", probe.head.weight is probe.tok_emb.weigh
 #   Adding $\lambda\theta$ to the gradient instead (L2, as in plain Adam) sends it through $1/\sqrt{\hat v}$,
 #   so weights with large gradients are barely decayed: not the same regulariser.
 # * **What is decayed**: the matrices of linear layers. Not biases and norm gains/shifts (few numbers, no
-#   overfitting to prevent, and decaying a gain pulls it to 0 and fights the normalisation), and not the
-#   embeddings (a row of a rare token gets few gradient updates, so decay would shrink it to nothing
-#   between its appearances; with a tied head the matrix is an embedding).
+#   overfitting to prevent, and decaying a gain pulls it to 0 and fights the normalisation). **Embeddings are
+#   where recipes differ, and both conventions are in use.** nanoGPT, and notebook 08's `configure_optimizer`,
+#   decay every tensor with two or more dimensions, embedding tables included; many other recipes, and this
+#   notebook's `decay_names`, leave embeddings undecayed. The argument for leaving them out holds for an
+#   *untied* table whose rows are only read: a row gets a gradient only at the steps where its token (or
+#   position) occurs, while decoupled decay shrinks every row at every step, so a rare row drifts towards 0
+#   between its appearances (notebook 06 measures this for a position table). For a *tied* matrix that
+#   argument does not apply: through the output softmax every row gets a gradient at every step, like any
+#   weight of a linear layer, and decaying it is as reasonable as decaying the head. We keep the tied matrix
+#   undecayed for one rule that covers every embedding; at the sizes and lengths of these notebooks the choice
+#   makes little difference, and notebook 08 makes the other one.
 #
 # *Points for `adamw_update`: 1 visible, 2 hidden (equal to `torch.optim.AdamW` step by step), 1 hidden (edge cases).*
 
@@ -1344,7 +1384,9 @@ for max_norm in [10.0, 0.5]:
 # 3. forward: `logits, loss = model(x, y)`;
 # 4. backward;
 # 5. clip the gradients by their global norm to `max_norm` (`torch.nn.utils.clip_grad_norm_`, or your
-#    `clip_grad_norm`, writing the result back into each `.grad`);
+#    `clip_grad_norm`, writing the result back into each `.grad`), one norm over all the parameters: the
+#    optimizer holds every parameter of the model, so `model.parameters()` and the optimizer's groups are the
+#    same set;
 # 6. `optimizer.step()`;
 # 7. return the loss as a Python float (the loss of this batch before the update).
 #
@@ -1353,7 +1395,8 @@ for max_norm in [10.0, 0.5]:
 # from the device) makes the forward run them in bfloat16 or float16; the backward follows the forward's
 # choices by itself, so only the forward goes inside the `with`. float16 (on GPUs without bfloat16, such
 # as Colab's T4) has so small a range that small gradients round to 0: a **loss scaler** multiplies the
-# loss by a large factor before the backward (`scaler.scale(loss).backward()`) and divides the gradients
+# loss by a large factor before the backward, after the `with` block (`scaler.scale(loss).backward()`: scaling
+# is not part of the forward) and divides the gradients
 # by it again (`scaler.unscale_(optimizer)`) **before** they are clipped (clipping the scaled gradients
 # would clip nearly everything); `scaler.step(optimizer)` skips the update if a gradient overflowed, and
 # `scaler.update()` adapts the factor.
@@ -1401,14 +1444,19 @@ def train_step(model, optimizer, x, y, lr, max_norm=1.0, precision=None, scaler=
 
     Args:
         model: nn.Module called as model(x, y) -> (logits, loss). optimizer: a torch.optim.Optimizer over
-        its parameters (any number of groups). x, y: int64 tensors (B, T). lr: float, this step's learning
-        rate. max_norm: float > 0, the gradient clipping threshold (global norm).
+        all of its parameters (any number of groups; every parameter of the model in exactly one group), so
+        the model's parameters and the optimizer's are the same tensors. x, y: int64 tensors (B, T). lr:
+        float, this step's learning rate. max_norm: float > 0, the gradient clipping threshold: one global
+        norm over all those parameters' gradients (clip model.parameters() or the parameters of
+        optimizer.param_groups: the same set, either is accepted).
         precision: None, or an object whose precision.autocast() returns a context manager (a
         utils.precision.Precision): the forward, and only the forward, runs inside
         `with precision.autocast():`; backward, clipping and the update come after it, outside.
-        scaler: None, or a loss scaler with torch.amp.GradScaler's methods (float16 needs one): the
-        backward runs on scaler.scale(loss); scaler.unscale_(optimizer) comes before the clipping (which
-        must see the true gradients); scaler.step(optimizer) then scaler.update() replace optimizer.step().
+        scaler: None, or a loss scaler with torch.amp.GradScaler's methods (float16 needs one):
+        scaler.scale(loss) is called once, after the `with` block (it is not part of the forward), and the
+        backward runs on what it returns: scaler.scale(loss).backward(); scaler.unscale_(optimizer) comes
+        after the backward and before the clipping (which must see the true gradients);
+        scaler.step(optimizer) then scaler.update() replace optimizer.step().
     Returns:
         A Python float: the loss (unscaled). Effects, in order: model.train() (the forward runs in training
         mode, every submodule included, whatever mode the model came in; it is left in training mode); every
@@ -1679,8 +1727,13 @@ checks.assert_close(scaler.get_scale(), 32768.0, atol=0, rtol=0, name="the scale
 # <details><summary>Answer</summary>
 #
 # RMSNorm: about $(1.002, 0.998, 1.000, 1.000)$, since the root mean square is about 5. LayerNorm removes the
-# mean 5 first and normalises what is left: about $(1.41, -1.41, 0, 0)$. The two are different functions;
-# RMSNorm only costs less when the vectors it meets have means near 0, as they do in a trained stream.
+# mean 5 first and normalises what is left, $(0.01, -0.01, 0, 0)$, whose variance is only $5 \cdot 10^{-5}$: with
+# $\varepsilon = 0$ that would give $(1.41, -1.41, 0, 0)$, but `nn.LayerNorm`'s $\varepsilon = 10^{-5}$ sits inside
+# the root beside a variance only five times larger, so it gives $0.01/\sqrt{5 \cdot 10^{-5} + 10^{-5}} \approx
+# 1.29$: $(1.29, -1.29, 0, 0)$ (the cell after the RMSNorm exercise computes both). That is notebook 07's lesson
+# on $\varepsilon$ inside the root: when the variance is no longer large beside $\varepsilon$, the output shrinks.
+# The two are different functions; RMSNorm only costs less when the vectors it meets have means near 0, as they
+# do in a trained stream.
 # </details>
 #
 # ### Exercise: `RMSNorm` (1 + 2 + 1 points)
@@ -1699,7 +1752,8 @@ class RMSNorm(nn.Module):
 
     RMSNorm(d, eps=1e-6)
       Parameters: weight, an nn.Parameter of shape (d,) initialised to ones (the gain g). No other
-      parameters (no shift); eps is a plain float attribute.
+      parameters (no shift); eps is a plain float attribute. An int eps is accepted and used as a float:
+      RMSNorm(d, eps=1) has eps == 1.0, a float, and normalises exactly as eps=1.0 does.
 
     forward(x):
         x: floating tensor of shape (..., d), any number of leading axes (also none), float32 or float64.
@@ -1711,7 +1765,7 @@ class RMSNorm(nn.Module):
     def __init__(self, d, eps=1e-6):
         super().__init__()
         ### BEGIN SOLUTION
-        self.eps = eps
+        self.eps = float(eps)
         self.weight = nn.Parameter(torch.ones(d))
         ### END SOLUTION
 
@@ -1784,9 +1838,14 @@ params = probes.parameters(RMSNorm(7))
 checks.assert_equal(sorted(params), ["weight"], name="the parameters of RMSNorm(7)", hint="Exactly one parameter, weight.")
 checks.assert_close(params["weight"], torch.ones(7), atol=0, rtol=0, name="RMSNorm(7).weight at initialisation",
                     hint="The gain starts at ones.")
-for norm, eps in [(RMSNorm(7), 1e-6), (RMSNorm(3, eps=0.25), 0.25)]:
+for norm, eps in [(RMSNorm(7), 1e-6), (RMSNorm(3, eps=0.25), 0.25), (RMSNorm(3, eps=1), 1.0)]:
     checks.assert_true(type(norm.eps) is float and norm.eps == eps, name=f"RMSNorm's eps attribute (expected the float {eps})",
-                       problem=f"got {type(norm.eps).__name__} {norm.eps!r}", hint="Keep eps as a plain float: self.eps = eps.")
+                       problem=f"got {type(norm.eps).__name__} {norm.eps!r}",
+                       hint="Keep eps as a plain float: self.eps = float(eps) (an int eps such as 1 becomes 1.0).")
+# An int eps normalises as the same float does.
+x = torch.tensor([[3.0, 4.0], [0.5, -1.0]])
+checks.assert_close(RMSNorm(2, eps=1)(x), F.rms_norm(x, (2,), eps=1.0), atol=1e-6, rtol=1e-6, name="RMSNorm(2, eps=1) (an int eps)",
+                    hint="An int eps is used as the float it equals, inside the square root: sqrt(mean(x^2) + 1.0).")
 # The default eps is 1e-6: on entries of size 1e-3 the mean square is 1e-6, the same size as eps.
 x = torch.full((2, 4), 1e-3, dtype=torch.float64)
 checks.assert_close(RMSNorm(4).double()(x), F.rms_norm(x, (4,), eps=1e-6), atol=1e-9, rtol=1e-9,
@@ -1818,6 +1877,19 @@ checks.assert_close(traced.args_after[0], x, atol=0, rtol=0, name="RMSNorm's inp
 checks.assert_true(not traced.shares_memory, name="RMSNorm's output", problem="the output shares memory with x.", hint="Return a new tensor.")
 ### END HIDDEN TESTS
 
+# %% id="rms-vs-layernorm"
+# The prediction of section 6: RMSNorm and LayerNorm of a vector near 5 (both with their gains at one).
+near_five = torch.tensor([5.01, 4.99, 5.00, 5.00])
+rms_out = RMSNorm(4)(near_five)
+ln_out = torch.nn.LayerNorm(4)(near_five).detach()          # PyTorch's LayerNorm, eps = 1e-5 inside the root
+ln_no_eps = torch.nn.functional.layer_norm(near_five, (4,), eps=0.0)
+print(f"RMSNorm:             {[round(v, 4) for v in rms_out.tolist()]}")
+print(f"LayerNorm (eps 1e-5): {[round(v, 4) for v in ln_out.tolist()]}   (variance of the vector: {near_five.var(unbiased=False).item():.1e})")
+print(f"LayerNorm (eps 0):    {[round(v, 4) for v in ln_no_eps.tolist()]}")
+claims.claim(f"RMSNorm keeps the vector near (1, 1, 1, 1) ({rms_out[0].item():.4f} first), LayerNorm gives {ln_out[0].item():.3f}, "
+             f"not {ln_no_eps[0].item():.3f}: its eps sits inside the root beside a variance only 5 times larger",
+             holds=abs(rms_out[0].item() - 1.0) < 0.01 and abs(ln_out[0].item() - 1.291) < 0.005 and abs(ln_no_eps[0].item() - 1.414) < 0.005)
+
 # %% [markdown] id="c062edf1"
 # ### Exercise: `SwiGLU` (1 + 2 + 1 points)
 #
@@ -1842,9 +1914,13 @@ class SwiGLU(nn.Module):
       3 * d_model * d_ff parameters in all.
 
     forward(x):
-        x: floating tensor of shape (..., d_model), float32 or float64.
+        x: floating tensor of shape (..., d_model), float32 or float64, of the weights' dtype (float32 as
+            built; call .double() on the module for float64 input, as for any nn.Linear).
         Returns a new tensor of the same shape and dtype: w2(silu(w1(x)) * w3(x)), with
         silu(z) = z * sigmoid(z), applied to every position separately. x is not modified. Differentiable.
+        A float64 input to a float32 module is outside the contract: nn.Linear raises a RuntimeError for it
+        (its input and weight must have one dtype), and any behaviour there is accepted; the tests always
+        match the dtypes. (RMSNorm is different: its gain only multiplies, so a float64 x promotes the result.)
     """
 
     def __init__(self, d_model, d_ff):
@@ -2134,6 +2210,22 @@ def val_bits_per_byte(model, data, block_size, decode):
 # is stated for the GPU run, and the cell says whether it was reached (the course's maintainers ran it on an
 # H100; what it printed there is in the README's section on training at scale; no T4 was tried). If the validation figure disappoints while the training loss keeps
 # falling, the model is memorising: shorten the run (`steps`) and compare.
+#
+# The next cell takes between half a minute and a minute of CPU on a 2-core laptop (it prints its prediction after
+# 8 steps).
+#
+# **Predict before you run.** On the CPU the run makes about 1.8 passes over the training text. Will your GPT beat
+# the counted trigram, which has seen every triple of that text at once? And when does its training loss cross the
+# trigram's line: in the first quarter of the run, around the middle, or late?
+#
+# <details><summary>Answer</summary>
+#
+# It beats the trigram on validation (the cell checks it), but not early: the line under the figure prints the
+# step where the 20-step mean of the training loss first falls below the trigram (on the CPU configuration, around
+# the middle of the run or later, depending on your parts). The counts know every pair and triple of the text from
+# the start; the network must first learn those statistics from batches before it can use the longer context that
+# counting cannot, so it spends a good part of a short run catching up.
+# </details>
 
 # %% id="c48"
 BIG = ON_GPU or LONG_RUN
@@ -2229,6 +2321,14 @@ else:
     print("control (PyTorch's parts): your GPT's run (the same run: every model part fell back)")
 if ON_GPU or LONG_RUN:
     print(f"target {GPU_TARGET} bits per byte:", "reached" if char_bpb <= GPU_TARGET else "not reached")
+claims.claim(f"Your GPT beats the counted trigram on validation: {char_bpb:.3f} bits per byte against {trigram:.3f}",
+             holds=char_bpb < trigram, why_it_may_not="a part that trains worse than PyTorch's, or a shortened run")
+if MODEL_IS_YOURS:
+    claims.claim(f"The control from PyTorch's parts starts from your first loss ({control_losses[0]:.5f} against "
+                 f"{losses[0]:.5f}) and trains as fast: the means of steps {control_steps - window + 1}-{control_steps} "
+                 f"differ by {abs(control_mean - your_mean):.3f} nats",
+                 holds=abs(control_losses[0] - losses[0]) < 1e-4 and abs(control_mean - your_mean) < 0.05,
+                 why_it_may_not="one of your parts computes other logits or other gradients than PyTorch's")
 
 # %% id="gpt-against-baselines-figure"
 import matplotlib.pyplot as plt
@@ -2284,7 +2384,20 @@ print(repr(generate(gpt, list(run_encode("The ")), 200, run_decode)))
 # split. It is encoded in chunks into one `uint16` array. Each BPE token covers several characters, so a
 # window of 64 tokens sees more text; per token the loss is higher, per byte it may well be lower. The counted
 # models are recomputed on the BPE tokens (a trigram over BPE tokens spans more text, but its counts are
-# sparser). The model is your GPT from section 8, trained the same way.
+# sparser). The model is your GPT from section 8, trained the same way. The cell takes between half a minute and a
+# minute of CPU on a 2-core laptop (longer when your own `train_bpe` trains the tokenizer, in Python).
+#
+# **Predict before you run.** Same model, same steps, same windows of 64 tokens. Per token, will the BPE model's
+# validation loss be higher or lower than the character model's? And per byte? Does it still beat the trigram
+# counted on BPE tokens?
+#
+# <details><summary>Answer</summary>
+#
+# Per token higher, by far: a BPE token carries about two characters, so there is more to predict in each. Per
+# byte lower: a window of 64 BPE tokens sees about twice the text, and the model spends its capacity on word
+# pieces rather than on spelling; and it still beats the BPE trigram, whose counts are sparser (the cell checks
+# all three). This is why per-token losses of different tokenizers are never compared.
+# </details>
 
 # %% id="c51"
 def train_hf_bpe(train_text, vocab_size):
@@ -2328,18 +2441,26 @@ if BIG:
     torch.manual_seed(0)
     small_char = GPT(char_vocab, SMALL_RUN["block_size"], positions=POSITIONS, parts=CARRIED.parts, **SMALL_MODEL)
     train(small_char, char_train, label="your GPT on characters (small run)", **SMALL_RUN)
-    results = {"char": {"GPT": val_bits_per_byte(small_char, char_val, SMALL_RUN["block_size"], char_decode)[0]}}
+    small_bpb, small_loss = val_bits_per_byte(small_char, char_val, SMALL_RUN["block_size"], char_decode)
 else:
-    results = {"char": {"GPT": char_bpb}}
+    small_bpb, small_loss = char_bpb, char_loss
+results = {"char": {"GPT": small_bpb}}
 torch.manual_seed(0)
 bpe_gpt = GPT(bpe_vocab, SMALL_RUN["block_size"], positions=POSITIONS, parts=CARRIED.parts, **SMALL_MODEL)
 _, bpe_seconds = train(bpe_gpt, bpe_train, label="your GPT on BPE tokens", **SMALL_RUN)
-results["BPE"] = {"GPT": val_bits_per_byte(bpe_gpt, bpe_val, SMALL_RUN["block_size"], bpe_decode)[0]}
+bpe_bpb, bpe_loss = val_bits_per_byte(bpe_gpt, bpe_val, SMALL_RUN["block_size"], bpe_decode)
+results["BPE"] = {"GPT": bpe_bpb}
 print(f"BPE GPT: {SMALL_RUN['steps']} steps in {bpe_seconds:.1f} s")
 print(f"\n{'bits per byte':22s}{'characters':>12s}{'BPE 512':>10s}")
 for row in ["unigram", "bigram", "trigram"]:
     print(f"{'counted ' + row:22s}{baselines['char'][row]:12.3f}{baselines['BPE'][row]:10.3f}")
 print(f"{'your GPT (same steps)':22s}{results['char']['GPT']:12.3f}{results['BPE']['GPT']:10.3f}")
+print(f"{'(per token, nats)':22s}{small_loss:12.3f}{bpe_loss:10.3f}")
+claims.claim(f"Per token the BPE model's loss is higher ({bpe_loss:.3f} nats against {small_loss:.3f}), per byte it is "
+             f"lower ({bpe_bpb:.3f} bits against {small_bpb:.3f}), and it beats the trigram counted on BPE tokens "
+             f"({baselines['BPE']['trigram']:.3f})",
+             holds=bpe_loss > small_loss and bpe_bpb < small_bpb and bpe_bpb < baselines["BPE"]["trigram"],
+             why_it_may_not="another tokenizer or a shortened run")
 
 # %% [markdown] id="c52"
 # ## 10. Ablations of your model: predict first, then run
@@ -2356,6 +2477,24 @@ print(f"{'your GPT (same steps)':22s}{results['char']['GPT']:12.3f}{results['BPE
 #    (hidden width $\tfrac{2}{3}\cdot 4C$ so the parameter count stays about the same). The positions are
 #    your model's: RoPE when your `apply_rope` loaded in section 7 (this notebook contains no RoPE), else
 #    learned.
+#
+# The cell trains five models of 400 steps: between half a minute and a minute of CPU on a 2-core laptop.
+#
+# <details><summary>Answers (open after writing yours down)</summary>
+#
+# 1. Given enough steps, the training loss without the mask falls far below the others: position $t$ reads token
+#    $t+1$, the answer, from its input. In 400 steps of a tiny model it may not have learned that copy yet (the
+#    cell prints which happened). Either way it learns nothing about predicting the unseen next token: at the last
+#    position of each window, where there is no future to read, it is worse than the causal model (checked), and
+#    its generations, which never have a future, degenerate.
+# 2. One head against four at the same width: four heads can attend to four patterns per layer (with RoPE, to
+#    several offsets at once), one head to a single mixture. The difference at this scale depends on your parts
+#    and positions: read your row against the run-to-run noise.
+# 3. No positions: worse (checked). A causal model can still infer a little about position from how many
+#    tokens it sees, but it cannot tell `ab` from `ba` among the tokens it attends to.
+# 4. The LLaMA-style block: a small difference either way at this scale (read your row against the noise); its
+#    advantages were measured on models thousands of times larger and runs far longer.
+# </details>
 
 # %% id="c53"
 LLAMA_PARTS = dict(CARRIED.parts, norm=RMSNorm, ffn=lambda n_embd, d_ff: SwiGLU(n_embd, 2 * d_ff // 3))
@@ -2407,6 +2546,11 @@ print(f"\nno causal mask: training loss {mask['train']:.3f} nats against the bas
          " -> not far lower: in this many steps it has not learned to copy the next token yet"))
 print(f"at the last position of each window, where no future exists: {open_last:.3f} nats against the baseline's {base_last:.3f}"
       + (" -> without the future to copy, it is worse than the causal model" if open_last > base_last else ""))
+claims.claim(f"Where no future exists, at the last position of each window, the model trained without the mask is "
+             f"worse than the causal one: {open_last:.3f} nats against {base_last:.3f}", holds=open_last > base_last + 0.1)
+claims.claim(f"Without positions the model is worse: validation {ablations['no positions']['bpb']:.3f} bits per byte "
+             f"against the baseline's {base['bpb']:.3f}", holds=ablations["no positions"]["bpb"] > base["bpb"] + 0.03,
+             why_it_may_not="one seed of a 400-step run: compare with the run-to-run noise")
 
 # %% [markdown] id="7f5a77e4"
 # **Reading the table.** Without the mask, position $t$ can attend to token $t+1$, the very token it must

@@ -36,6 +36,9 @@
 # The notebook stands alone: the small GPT it needs is `utils.tiny_gpt.TinyGPT`, built from PyTorch's
 # own parts, and the memory tracer is `utils.memory.PeakTensorMemory`.
 #
+# **Time.** The whole notebook takes about 15 CPU seconds on a 2-core laptop (12 to 15 on one thread where it was
+# checked); no cell runs longer than a few seconds. On a GPU it is untimed.
+#
 # **How the exercises work.** Each exercise is a function with a docstring that states what goes in and
 # what comes out. Replace `raise NotImplementedError()` with your code, then run the test cell below it:
 # its messages say what was expected and what came back. When the notebook is graded, further hidden
@@ -159,6 +162,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from utils import claims, run_cost
 from utils.memory import PeakTensorMemory, peak_tensor_bytes
 from utils.tiny_gpt import TinyGPT
 
@@ -201,16 +205,23 @@ for T in (8192, 32768):
     print(f"T = {T:>6}: one fp32 T x T matrix = 4 T^2 = {4 * T * T:,} bytes = {4 * T * T / 2**20:,.0f} MiB")
 
 print(f"\n{'T':>6} {'naive peak':>12} {'2 x 4 T^2':>12} {'SDPA peak':>11}")
+naive_peaks, fused_peaks = {}, {}
 for T in (256, 512, 1024, 2048):
     q, k, v = torch.randn(3, 1, 1, T, 16).unbind(0)
-    _, naive_peak = peak_tensor_bytes(naive_attention, q, k, v)
-    _, fused_peak = peak_tensor_bytes(F.scaled_dot_product_attention, q, k, v)
-    print(f"{T:>6} {naive_peak / 2**20:>9.2f} MiB {2 * 4 * T * T / 2**20:>8.2f} MiB {fused_peak / 2**20:>8.3f} MiB")
+    _, naive_peaks[T] = peak_tensor_bytes(naive_attention, q, k, v)
+    _, fused_peaks[T] = peak_tensor_bytes(F.scaled_dot_product_attention, q, k, v)
+    print(f"{T:>6} {naive_peaks[T] / 2**20:>9.2f} MiB {2 * 4 * T * T / 2**20:>8.2f} MiB {fused_peaks[T] / 2**20:>8.3f} MiB")
+beyond = {T: naive_peaks[T] - 2 * 4 * T * T for T in naive_peaks}     # what the naive peak holds beyond S and P
+claims.claim(f"The naive peak is the two T x T matrices S and P plus the T x d output: beyond 2 x 4 T^2 it holds "
+             f"{beyond[2048]:,} bytes at T = 2048 (the output is 4 x 2048 x 16 = {4 * 2048 * 16:,})",
+             holds=all(0 <= extra <= 2 * 4 * T * 16 for T, extra in beyond.items()))
+claims.claim(f"PyTorch's fused kernel holds {fused_peaks[2048] / naive_peaks[2048]:.2%} of the naive peak at T = 2048",
+             holds=fused_peaks[2048] < 0.01 * naive_peaks[2048])
 
 # %% [markdown] id="nb10-005"
-# The naive peak is exactly two $T \times T$ matrices, and quadruples every time $T$ doubles.
-# PyTorch's fused `F.scaled_dot_product_attention` on this CPU holds a tiny fraction of that: it never
-# builds the whole score matrix. How?
+# The two claims above settle the prediction: the peak is the two $T \times T$ matrices (plus the small output),
+# so it quadruples every time $T$ doubles, and PyTorch's fused `F.scaled_dot_product_attention` holds a tiny
+# fraction of it: it never builds the whole score matrix. How?
 #
 # ### Memory that is big and slow, memory that is small and fast
 #
@@ -770,6 +781,18 @@ print("tiled_attention: hidden memory tests passed")
 # The cell below measures the peak extra memory of your `tiled_attention` (tiles of 64) against the
 # naive computation as $T$ grows, and times three implementations: the naive one, your tiled one, and
 # PyTorch's fused `F.scaled_dot_product_attention`.
+#
+# **Predict before you run.** From $T = 256$ to $T = 2048$ (8 times longer), by what factor does the naive peak
+# grow? And the tiled one, with tiles of 64: by 64, by 8, or by less? Which of the three is fastest?
+#
+# <details><summary>Answer</summary>
+#
+# The naive peak grows by about $8^2 = 64$ (two $T \times T$ matrices). The tiled one holds one $64 \times 64$ tile
+# of scores at a time plus the running statistics and the output, which are $O(T)$: it grows by at most 8, and in
+# practice by less, because the fixed tile dominates at these lengths (the cell checks both). The fused kernel is
+# the fastest at both lengths (checked too); your tiled version is slower than it at both, and the paragraph after
+# the timings says why.
+# </details>
 
 # %% id="nb10-022"
 lengths = [256, 512, 1024, 2048]
@@ -790,6 +813,9 @@ for T, a, b in zip(lengths, naive_mib, tiled_mib):
     print(f"T = {T:>5}: naive {a:7.2f} MiB, tiled {b:6.3f} MiB ({a / b:5.0f}x less)")
 print(f"growth from T = {lengths[0]} to {lengths[-1]} ({lengths[-1] // lengths[0]}x longer): "
       f"naive x{naive_mib[-1] / naive_mib[0]:.0f}, tiled x{tiled_mib[-1] / tiled_mib[0]:.1f}")
+claims.claim(f"8 times longer: the naive peak grows x{naive_mib[-1] / naive_mib[0]:.0f} (quadratic, x64), the tiled one "
+             f"x{tiled_mib[-1] / tiled_mib[0]:.1f} (at most linear, x8)",
+             holds=naive_mib[-1] / naive_mib[0] > 50 and tiled_mib[-1] / tiled_mib[0] < 8)
 
 
 # %% id="nb10-023"
@@ -825,9 +851,14 @@ implementations = {
     "SDPA (fused)": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
 }
 print(f"\n{'T':>6}" + "".join(f"{name:>16}" for name in implementations) + "   (ms; 4 heads, d = 64, causal, tiles of 64)")
+timings = {}
 for T in (256, 1024):
     q, k, v = torch.randn(3, 1, 4, T, 64).unbind(0)
-    print(f"{T:>6}" + "".join(f"{best_time(fn, q, k, v) * 1e3:16.2f}" for fn in implementations.values()))
+    timings[T] = {name: best_time(fn, q, k, v) for name, fn in implementations.items()}
+    print(f"{T:>6}" + "".join(f"{seconds * 1e3:16.2f}" for seconds in timings[T].values()))
+fused_margin = min(min(t["naive"], t["tiled (yours)"]) / t["SDPA (fused)"] for t in timings.values())
+claims.claim(f"The fused kernel is the fastest of the three at both lengths, at least {fused_margin:.1f} times faster "
+             f"than the next", holds=fused_margin > 1.2, why_it_may_not="timings on a busy machine vary")
 
 # %% [markdown] id="nb10-024"
 # Read the table before the explanation. Your tiled version always uses far less memory, but its
@@ -1077,8 +1108,10 @@ for cache in (None, {"k": k[..., :3, :], "v": v[..., :3, :]}):
 #   after the cached ones; the model returns their logits and the new caches.
 #
 # Greedy decoding picks the most likely next token each time (`argmax`; on ties, the lowest token id,
-# which is what `torch.argmax` returns). Feed the prompt once, then one token per step. The model's
-# positions are learned and limited: `model.block_size` tokens at most.
+# which is what `torch.argmax` returns). Feed the prompt once, then one token per step, and stop as soon as the
+# last token is chosen: its logits would never be used, so the model is called `max_new_tokens` times in all
+# (the prompt's call gives the first new token). The model's positions are learned and limited:
+# `model.block_size` tokens at most, and the whole returned sequence, prompt and new tokens, must fit in them.
 
 # %% id="nb10-031" nbgrader={"grade": false, "grade_id": "generate_greedy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1094,13 +1127,19 @@ def generate_greedy(model, idx, max_new_tokens):
     Returns:
         A new int64 tensor (B, T + max_new_tokens): the prompt followed by the generated tokens, each the
         argmax of the logits at the last position (ties: the lowest id). The same tokens as running the
-        whole sequence through model(idx) at every step. The model is called once on the whole prompt
-        and then once per further token with a (B, 1) input, with gradients off, the model and all its
-        submodules in eval mode (model.eval()); afterwards the model's train/eval mode is the same as
-        before (model.train(was_training)), and so is autograd's (torch.no_grad() as a with block).
+        whole sequence through model(idx) at every step. For max_new_tokens >= 1 the model is called
+        exactly max_new_tokens times: once on the whole prompt (its last logits give the first new token),
+        then once per further token with a (B, 1) input; never after the last token is chosen (its logits
+        would go unused). For max_new_tokens = 0 no token is chosen: calling the model on the prompt is
+        allowed, not needed. Every call runs with gradients off, the model and all its submodules in eval
+        mode (model.eval()); afterwards the model's train/eval mode is the same as before
+        (model.train(was_training)), and so is autograd's (torch.no_grad() as a with block).
         idx is left unchanged.
     Raises:
-        ValueError: if T + max_new_tokens exceeds model.block_size (the model has no position for more).
+        ValueError: if T + max_new_tokens > model.block_size, before any call: the returned sequence must
+        fit in the model's context. T + max_new_tokens = block_size is allowed (the last token is never
+        fed back, so the model sees at most block_size - 1 positions then), block_size + 1 raises; a prompt
+        longer than block_size raises even with max_new_tokens = 0.
     """
     ### BEGIN SOLUTION
     if idx.shape[1] + max_new_tokens > model.block_size:
@@ -1218,7 +1257,15 @@ checks.assert_tensor(out, name="generate_greedy up to exactly block_size tokens"
                      hint="3 + 7 = 10 = block_size is allowed: the last chosen token is never fed back.")
 model.train()
 checks.assert_raises(ValueError, generate_greedy, model, prompt, 8, name="generate_greedy past block_size (3 + 8 > 10)",
-                     hint="Check T + max_new_tokens against model.block_size before generating.")
+                     hint="Check T + max_new_tokens against model.block_size before generating: the returned sequence "
+                          "must fit in block_size (not only the positions the model is fed, which are one fewer).")
+# The bound on the prompt alone: a prompt of exactly block_size tokens with no new token is allowed, one longer raises.
+out = generate_greedy(model, torch.arange(10)[None] % 7, 0)
+checks.assert_equal(out.tolist(), (torch.arange(10)[None] % 7).tolist(), name="generate_greedy(prompt of block_size = 10 tokens, 0)",
+                    hint="T + 0 = block_size fits: return the prompt.")
+checks.assert_raises(ValueError, generate_greedy, model, torch.arange(11)[None] % 7, 0,
+                     name="generate_greedy(prompt of 11 tokens, 0) on a model of block_size 10",
+                     hint="T + max_new_tokens > block_size raises, with max_new_tokens = 0 too.")
 checks.assert_true(model.training is True, name="the mode of a model in train mode after generate_greedy raised ValueError",
                    problem="the model was left in eval mode.",
                    hint="Check the length before switching to eval mode (or restore the mode in a finally: block).")
@@ -1281,7 +1328,19 @@ print("generate_greedy: hidden edge tests passed")
 # ### What the cache buys
 #
 # Generation time per token with and without the cache, as the sequence grows. Without it, step $t$
-# processes $t$ tokens; with it, one. The cache's size is checked against the formula.
+# processes $t$ tokens; with it, one. The cache's size is checked against the formula. (A few seconds.)
+#
+# **Predict before you run.** As the sequence grows from 64 to 504 tokens, what happens to the tokens per second
+# without the cache, and with it? At 504 tokens, is the cache's advantage closer to 2 times or to 500 times?
+#
+# <details><summary>Answer</summary>
+#
+# Without the cache the rate falls roughly as $1/t$: every step pushes the whole prefix through the weights. With
+# it the rate stays nearly flat: one token-pass per step, plus attention over the cached keys, which grows only
+# slowly at this size. The advantage at 504 tokens is an order of magnitude (the cell checks more than 3 times),
+# far from 504: a one-token call still pays the fixed cost of every layer's kernels and Python overhead, which a
+# long call spreads over hundreds of tokens.
+# </details>
 
 # %% id="nb10-036"
 model = TinyGPT(vocab_size=64, d_model=128, n_head=4, n_layer=4, block_size=512, attention=cached_attention, seed=0).eval()
@@ -1318,6 +1377,8 @@ ax.legend()
 plt.show()
 print(f"at length {checkpoints[-1]}: {uncached[-1]:.0f} tokens/s without the cache, {cached[-1]:.0f} with it "
       f"({cached[-1] / uncached[-1]:.1f}x)")
+claims.claim(f"At length {checkpoints[-1]} the cache generates {cached[-1] / uncached[-1]:.1f} times as many tokens per "
+             f"second as the loop without it", holds=cached[-1] > 3 * uncached[-1], why_it_may_not="timings on a busy machine vary")
 measured = sum(c["k"].nbytes + c["v"].nbytes for c in caches)
 formula = 2 * model.n_layer * length * model.d_model * 4
 print(f"cache after {length} tokens: {measured:,} bytes in the tensors; 2 * layers * T * d_model * 4 bytes = {formula:,}")
@@ -1417,6 +1478,16 @@ print("training_flops_per_token: hidden tests passed")
 # cell below counts one training step of `TinyGPT`. PyTorch's counter has no formula registered for the
 # CPU's fused attention kernel, so we register its own formulas for the GPU kernels
 # (`sdpa_flop`, `sdpa_backward_flop`) for the CPU ones too.
+#
+# **Predict before you run.** Will the counter find exactly $6N$ FLOPs per token in the products with weights? And
+# exactly $12LTd$ in attention?
+#
+# <details><summary>Answer</summary>
+#
+# $6N$ exactly: the weight products are the ones the formula counts, one forward and two backward. Attention comes
+# out at $14LTd$, not $12LTd$ (both checked by the cell); the paragraph after it says where the extra $2LTd$ comes
+# from.
+# </details>
 
 # %% id="nb10-042"
 from torch.utils import flop_counter
@@ -1453,9 +1524,13 @@ print(f"counted: {counter.get_total_flops() / tokens:,.0f} FLOPs per token, of w
       f"{(counter.get_total_flops() - attention_ops) / tokens:,.0f} (6N = {6 * N:,}) and attention {attention_ops / tokens:,.0f}")
 print(f"formula: 6N + 12 L T d = {formula:,}; attention term 12 L T d = {12 * model.n_layer * T * model.d_model:,}, "
       f"counted with recomputation 14 L T d = {14 * model.n_layer * T * model.d_model:,}")
+weight_flops = (counter.get_total_flops() - attention_ops) / tokens
+claims.claim(f"The counter finds {weight_flops:,.0f} FLOPs per token in products with weights, exactly 6N, and "
+             f"{attention_ops / tokens:,.0f} in attention, exactly 14 L T d",
+             holds=weight_flops == 6 * N and attention_ops == 14 * model.n_layer * T * model.d_model * tokens)
 
 # %% [markdown] id="nb10-043"
-# The weight products match $6N$ exactly. The attention count is $14 L T d$, not $12 L T d$: the fused
+# The weight products match $6N$, as predicted. The attention count is $14 L T d$, not $12 L T d$: the fused
 # kernel's backward pass *recomputes* the scores instead of storing the $T \times T$ matrix (one extra
 # $QK^\top$, $2Td$ per layer and token), and PyTorch's counter counts the FLOPs the kernel really does.
 # By convention, **model FLOPs utilisation (MFU)** counts only the FLOPs the model needs, $6N + 12LTd$, so
@@ -1466,9 +1541,11 @@ print(f"formula: 6N + 12 L T d = {formula:,}; attention term 12 L T d = {12 * mo
 #
 # Mixed-precision AdamW training keeps, per parameter: the fp32 weight (4 bytes), its gradient (4),
 # and AdamW's two moment estimates (4 + 4): **16 bytes per parameter** before a single activation is
-# stored. Activations come on top: Korthikanti et al. (2022) count $s b h (34 + 5 a s / h)$ bytes per
-# layer for a 16-bit transformer layer (sequence $s$, batch $b$, width $h$, $a$ heads, dropout masks
-# included), of which the $5as/h$ part is the attention matrices that FlashAttention never stores.
+# stored. Activations come on top: Korthikanti et al. (2022) count, in this course's notation,
+# $T B d\,(34 + 5\, n_\text{head} T / d)$ bytes per layer for a 16-bit transformer layer (sequence length $T$,
+# batch $B$, width $d$, $n_\text{head}$ heads, dropout masks included; the paper writes $sbh(34 + 5as/h)$ with its
+# $h$ the width and $a$ the heads), of which the $5\, n_\text{head} T/d$ part is the attention matrices that
+# FlashAttention never stores.
 
 # %% id="nb10-044"
 gpt2 = dict(params=124_439_808, layers=12, width=768, heads=12, T=1024)
@@ -1481,7 +1558,8 @@ print(f"activations for one sequence of {gpt2['T']}: {per_layer / 2**20:.1f} MiB
       f"{gpt2['layers'] * per_layer / 2**30:.2f} GiB for {gpt2['layers']} layers "
       f"({gpt2['layers'] * without_scores / 2**30:.2f} GiB without the stored attention matrices)")
 
-# MFU of a TinyGPT training step on this device: achieved model FLOP/s over the device's measured peak.
+# Utilisation of a TinyGPT training step on this device: achieved model FLOP/s over the rate this device measures
+# on a 1024 x 1024 fp32 product; on a GPU with a datasheet figure, also the MFU proper, over the datasheet peak.
 model = TinyGPT(vocab_size=65, d_model=128, n_head=4, n_layer=4, block_size=128, seed=0).to(device)
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 idx = torch.randint(0, 65, (16, 128), device=device)
@@ -1519,17 +1597,27 @@ synchronize()
 peak = 10 * 2 * 1024 ** 3 / (time.perf_counter() - start)
 print(f"\nTinyGPT (4 layers, d = 128) on {device}: {step_seconds * 1e3:.0f} ms per step of {idx.numel():,} tokens, "
       f"{tokens_per_second:,.0f} tokens/s, {flops_per_token * tokens_per_second / 1e9:.2f} GFLOP/s of model FLOPs")
-print(f"peak measured with a 1024 x 1024 fp32 product: {peak / 1e9:.1f} GFLOP/s -> MFU "
-      f"{flops_per_token * tokens_per_second / peak:.0%}")
+print(f"rate measured on a 1024 x 1024 fp32 product: {peak / 1e9:.1f} GFLOP/s -> model FLOPs over that rate: "
+      f"{flops_per_token * tokens_per_second / peak:.0%} (not MFU: its denominator is a measured rate, not the datasheet peak)")
+datasheet = run_cost.gpu_peak_flops(torch.cuda.get_device_name(device), torch.float32) if device.type == "cuda" else None
+if datasheet:
+    print(f"MFU against the datasheet fp32 peak of {datasheet / 1e12:.0f} TFLOP/s: {flops_per_token * tokens_per_second / datasheet:.1%}")
 
 # %% [markdown] id="nb10-045"
-# What keeps MFU below 100 %: everything in a step that is not a large matrix product (LayerNorm,
+# **Which denominator.** MFU as PaLM (Chowdhery et al., 2022) defines it divides the model FLOP/s by the hardware's
+# *theoretical* peak, the datasheet figure (989 TFLOP/s of bfloat16 for an H100). On a CPU there is no such figure
+# at hand, so the cell divides by a rate it measures, a large fp32 product on this very machine: the share of what
+# this machine really reaches on its best case. That share is larger than an MFU would be, since no real product
+# reaches the datasheet peak, so the two are not comparable. On a GPU with a datasheet entry the cell prints
+# both.
+#
+# What keeps either below 100 %: everything in a step that is not a large matrix product (LayerNorm,
 # GELU, softmax, AdamW's per-parameter updates, which do little arithmetic per byte they move), small
 # matrices that cannot keep every core busy, and per-operation overhead. On a CPU a small model can
-# reach a good fraction of the machine, because the CPU's peak is modest; the same model on a GPU uses
+# reach a good share of the measured rate, because the CPU's peak is modest; the same model on a GPU uses
 # a tiny fraction of it, since its matrices are far too small to fill the device. Large GPU training
-# runs aim for 40–60 % MFU, with the levers seen here: bigger matrices, fused kernels (section 3),
-# and less memory traffic.
+# runs aim for 40–60 % MFU against the datasheet peak, with the levers seen here: bigger matrices, fused
+# kernels (section 3), and less memory traffic.
 #
 # ## Summary
 #
@@ -1539,7 +1627,8 @@ print(f"peak measured with a 1024 x 1024 fp32 product: {peak / 1e9:.1f} GFLOP/s 
 # * **Tiled attention** carries the same rescaling into the output accumulator: the same result as
 #   `F.scaled_dot_product_attention` for any tile size, with memory linear in $T$. Written in Python it
 #   is slow; fused into one kernel (FlashAttention) it is fast and small.
-# * The **KV cache** turns $O(n^2)$ generation work into $O(n)$ at the cost of
-#   $2 \cdot n_\text{layers} \cdot T \cdot d_\text{model}$ values of memory per sequence.
+# * The **KV cache** turns the $O(n^2)$ token-passes through the weights of generating $n$ tokens into $O(n)$, at
+#   the cost of $2 \cdot n_\text{layers} \cdot T \cdot d_\text{model}$ values of memory per sequence. Attention's
+#   own work stays $O(n^2)$: each new query still reads every cached key.
 # * Training costs about $6N + 12LTd$ FLOPs per token and 16 bytes per parameter of optimizer state
 #   before activations; MFU says how much of the machine a run really uses.
