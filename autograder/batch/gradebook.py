@@ -183,13 +183,19 @@ def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
 
 
 
+_UNREADABLE_ADVICE = {
+    Status.MISSING_NOTEBOOK: "No notebook was found in your submission, so none of its tests ran. Upload the notebook itself.",
+    Status.INVALID_NOTEBOOK: "The file could not be read as a notebook, so none of its tests ran. "
+                             "Open it in Jupyter, save it again, and resubmit it.",
+    Status.INVALID_SUBMISSION: "The grader could not use the folder you submitted, so none of the notebook's tests ran. "
+                               "Submit the notebook and the files it reads, not a whole folder tree, and resubmit.",
+}
+
+
 def unreadable_page(row: GradeRow, path: Path) -> None:
     """A short feedback page for a submission that could not be read or run: what happened, in plain words."""
     title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
-    what = ("No notebook was found in your submission, so none of its tests ran. Upload the notebook itself."
-            if row.status == Status.MISSING_NOTEBOOK else
-            "The file could not be read as a notebook, so none of its tests ran. "
-            "Open it in Jupyter, save it again, and resubmit it.")
+    what = _UNREADABLE_ADVICE.get(row.status, _UNREADABLE_ADVICE[Status.INVALID_NOTEBOOK])
     text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
             f"<body><h1>{title}</h1>\n<p>Your submission could not be graded: <b>{html.escape(row.status)}</b>.</p>\n"
             f"<p>{html.escape(clean_text(row.detail))}</p>\n"
