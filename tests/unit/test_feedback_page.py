@@ -160,3 +160,16 @@ def test_a_page_over_the_cap_is_never_written_a_short_one_is(tmp_path, monkeypat
     text = (out / "feedback" / "ann" / "01_a" / "a.html").read_text(encoding="utf-8")
     assert len(text) < 4_000 and "its feedback page would have been" in text and "Content-Security-Policy" in text
     assert job.row.detail == "feedback page shortened in 1 place(s) (what a page shows is bounded)"
+
+
+def test_the_readme_states_the_pages_bounds():
+    from pathlib import Path
+
+    text = " ".join((Path(bounds.__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    for phrase in (f"up to {bounds.MAX_HIGHLIGHTED_CELL_CHARS:,} characters and while the page's "
+                   f"{bounds.MAX_HIGHLIGHTED_TOKENS:,} tokens last",
+                   f"at most {bounds.MAX_SHOWN_CELL_CHARS:,} characters of it",
+                   f"colour codes become markup for {bounds.MAX_ANSI_SEQUENCES:,} of them",
+                   f"code and outputs take at most {bounds.MAX_PAGE_TEXT_BYTES // 2**20} MB",
+                   f"A page over {bounds.MAX_FEEDBACK_PAGE_BYTES // 2**20} MB is never written"):
+        assert phrase in text, phrase

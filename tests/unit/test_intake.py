@@ -341,3 +341,10 @@ def test_one_students_folder_that_cannot_be_looked_through_is_their_row_alone(tm
     assert [(f.student_id, f.assignment) for f in found] == [("ann", "01_a")]
     assert [(r.student_id, r.assignment, r.status) for r in rows] == [("bob", "", Status.INVALID_SUBMISSION)]
     assert rows[0].detail.startswith("the folder bob: more than 20 files and folders in the submission")
+
+
+def test_the_readme_states_the_walks_bounds():
+    text = " ".join((Path(intake.__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    bounds = (f"{submission_files.MAX_FOLDER_DEPTH} levels, {submission_files.MAX_FOLDER_ENTRIES:,} entries and "
+              f"{submission_files.MAX_PATH_BYTES:,} bytes of a path")
+    assert bounds in text and "| `invalid submission` |" in text
