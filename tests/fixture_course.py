@@ -91,3 +91,52 @@ def make_small_class(root: Path) -> Path:
     for student, code in SMALL_CLASS.items():
         submissions.write(answer(assignment, root, code), root / "submitted" / student / "01_fixture" / "fixture.ipynb")
     return root / "submitted"
+
+
+def make_deep_folder(parent: Path, levels: int, name: str = "d") -> Path:
+    """``parent/name/name/...``, ``levels`` folders deep (as a zipped course folder can hold), made one level
+    at a time through descriptors, so no path the kernel reads is longer than one name; returns the first."""
+    import os
+
+    parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    return parent / name
+
+
+def remove_deep_folder(top: Path) -> None:
+    """Remove what ``make_deep_folder`` made (and anything in it), one level at a time: ``shutil.rmtree`` (and
+    pytest's clean-up of old temporary folders) recurse once per level and fail on 1,100 of them."""
+    import os
+    import shutil
+
+    if not top.exists():
+        return
+    fds = [os.open(top.parent, os.O_RDONLY | os.O_DIRECTORY)]
+    names = [top.name]
+    try:
+        while True:   # down to the deepest folder, keeping a descriptor of each level
+            fds.append(os.open(names[-1], os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+            inner = [e.name for e in os.scandir(fds[-1]) if e.is_dir(follow_symlinks=False)]
+            for entry in os.scandir(fds[-1]):
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.name, dir_fd=fds[-1])
+            if not inner:
+                break
+            names.append(inner[0])
+            if len(inner) > 1:
+                for other in inner[1:]:
+                    shutil.rmtree(other, dir_fd=fds[-1])
+        while len(fds) > 1:   # and back up, removing each level from its parent
+            os.close(fds.pop())
+            os.rmdir(names.pop(), dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -22,6 +22,7 @@ from traitlets import Unicode
 
 from ..course import conventions
 from ..course.course_directory import course_config
+from .feedback_bounds import MAX_FEEDBACK_PAGE_BYTES, shortened_count
 from .feedback_page import readable_page
 from ..judge.outputs import error_output
 from ..judge.protocol import JudgeResult, Status
@@ -139,13 +140,15 @@ def nbgrader_config(root: Path, db_path: Path):
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
                                         LimitOutput, SaveAutoGrades)
 
+    from .feedback_bounds import BoundFeedback
     from .feedback_exporter import FeedbackExporter
 
     config = course_config(root, db_path)
     config.ReplayExecution.course_root = config.EscapeStudentText.course_root = str(root)
     config.Autograde.autograde_preprocessors = [ReplayExecution, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-    config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, EscapeStudentText, CSSHTMLHeaderPreprocessor]
+    config.GenerateFeedback.preprocessors = [GetGrades, RedactHiddenTests, EscapeStudentText, BoundFeedback,
+                                             CSSHTMLHeaderPreprocessor]
     config.GenerateFeedback.exporter_class = FeedbackExporter   # its templates compiled once per process
     return config
 
@@ -177,19 +180,45 @@ def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(source, target)
+    shortened = 0
     for page in target.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
-        page.write_text(readable_page(text.replace("<head>", "<head>\n" + CSP, 1)), encoding="utf-8")
+        text = readable_page(page.read_text(encoding="utf-8").replace("<head>", "<head>\n" + CSP, 1))
+        shortened += shortened_count(text)
+        if len(text.encode("utf-8")) > MAX_FEEDBACK_PAGE_BYTES:
+            too_large_page(job.row, page, len(text.encode("utf-8")))
+            shortened += 1
+        else:
+            page.write_text(text, encoding="utf-8")
+    if shortened:
+        job.row.detail = "; ".join(x for x in (job.row.detail, f"feedback page shortened in {shortened} place(s) "
+                                                               "(what a page shows is bounded)") if x)
 
+
+
+_UNREADABLE_ADVICE = {
+    Status.MISSING_NOTEBOOK: "No notebook was found in your submission, so none of its tests ran. Upload the notebook itself.",
+    Status.INVALID_NOTEBOOK: "The file could not be read as a notebook, so none of its tests ran. "
+                             "Open it in Jupyter, save it again, and resubmit it.",
+    Status.INVALID_SUBMISSION: "The grader could not use the folder you submitted, so none of the notebook's tests ran. "
+                               "Submit the notebook and the files it reads, not a whole folder tree, and resubmit.",
+}
+
+
+def too_large_page(row: GradeRow, path: Path, size: int) -> None:
+    """In place of a feedback page over ``MAX_FEEDBACK_PAGE_BYTES`` (which ``feedback_bounds`` should never
+    let happen): a short page with the score, saying so."""
+    title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
+    text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
+            f"<body><h1>{title}</h1>\n<p>Your notebook was graded ({html.escape(row.status)}), but its feedback page "
+            f"would have been {size / 2**20:.0f} MB, over the {MAX_FEEDBACK_PAGE_BYTES // 2**20} MB the grader writes "
+            "Ask your instructor for your test results.</p>\n</body></html>\n")
+    path.write_text(text, encoding="utf-8")
 
 
 def unreadable_page(row: GradeRow, path: Path) -> None:
     """A short feedback page for a submission that could not be read or run: what happened, in plain words."""
     title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
-    what = ("No notebook was found in your submission, so none of its tests ran. Upload the notebook itself."
-            if row.status == Status.MISSING_NOTEBOOK else
-            "The file could not be read as a notebook, so none of its tests ran. "
-            "Open it in Jupyter, save it again, and resubmit it.")
+    what = _UNREADABLE_ADVICE.get(row.status, _UNREADABLE_ADVICE[Status.INVALID_NOTEBOOK])
     text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
             f"<body><h1>{title}</h1>\n<p>Your submission could not be graded: <b>{html.escape(row.status)}</b>.</p>\n"
             f"<p>{html.escape(clean_text(row.detail))}</p>\n"

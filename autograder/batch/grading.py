@@ -251,9 +251,9 @@ def _read_and_repair(job: Job, entry, course: _Course):
 def _zero_unreadable(plan: Plan, state: dict, graded_now: set, known: dict, course: _Course, out_dir: Path) -> None:
     """Unreadable submissions graded this run: zero in the gradebook, a short feedback page."""
     for key, row in plan.rows.items():
-        if key in graded_now or row.status not in UNREADABLE \
+        if key in graded_now or row.status not in UNREADABLE or key[1] not in known \
                 or plan.fingerprints.get(key) == state.get(f"{key[0]}/{key[1]}", {}).get("fingerprint"):
-            continue
+            continue   # (a student's folder that could not be looked through has no assignment: no page)
         try:
             record_zero(course.db_url, key[1], key[0])
         except Exception as error:  # noqa: BLE001

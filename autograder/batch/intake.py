@@ -3,15 +3,16 @@
 ``discover`` walks ``SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb`` and gives every notebook it
 finds a place: a submission to grade, or a row saying why it cannot be (``misplaced notebook``);
 ``read_submission`` reads one notebook, validated, or raises ``Unreadable`` with a short reason;
-``stage_files`` stages the files beside it for the runner. Names are bytes until shown
-(``clean_text``), sizes are read with ``lstat`` before anything is read, links are never followed.
+``stage_files`` (``submission_files``) stages the files beside it for the runner. Names are bytes
+until shown (``clean_text``), sizes are read with ``lstat`` before anything is read, links are never
+followed, and a student's folder is walked within bounds (``submission_files.walk``: depth, entries,
+path length; past them the submission is an ``invalid submission``). Each student's folder is looked
+through on its own: what goes wrong there is that student's row, never the batch's.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,19 +24,13 @@ from ..course import conventions
 from ..course.text import clean_text, valid_unicode
 from ..judge.protocol import Status
 from .folder_names import student_name
+from .submission_files import (MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, FolderProblem, Unreadable,  # noqa: F401
+                               CHECKPOINTS, entries, stage_files, walk)
 from .notebook_bounds import NotebookTooBig, read_bounded
 from .report import GradeRow
 
 MAX_NOTEBOOK_BYTES = 25 * 1024 * 1024
-MAX_SUBMISSION_FILES_BYTES = 64 * 1024 * 1024   # the files beside a notebook, all together, that the runner gets
-MAX_SUBMISSION_FILES = 1000                     # files looked at in one submission folder
 EXPECTED_LAYOUT = "SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb"
-
-
-class Unreadable(Exception):
-    def __init__(self, status: str, detail: str):
-        super().__init__(detail)
-        self.status, self.detail = status, detail
 
 
 class NoSubmissions(Exception):
@@ -54,18 +49,24 @@ class Found:
 
 
 def _notebooks_in(folder: Path, limit: int = 50) -> list[Path]:
-    """Notebooks under ``folder`` (not in checkpoints, links not followed), at most ``limit``, sorted."""
+    """Notebooks under ``folder`` (not in checkpoints, links not followed), at most ``limit``, sorted;
+    ``FolderProblem`` when the walk passes its bounds first (``submission_files``)."""
     found = []
-    for parent, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
-        found.extend(Path(parent) / f for f in sorted(files) if f.endswith(".ipynb"))
+    for parent, _, files in walk(folder, skip=CHECKPOINTS.__eq__):
+        found.extend(parent / f for f in files if f.endswith(".ipynb"))
         if len(found) >= limit:
             break
     return sorted(found)[:limit]
 
 
-def _visible_dirs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.is_dir())
+def _entries(folder: Path, bounded: bool = True) -> list[Path]:
+    """The entries of ``folder``, sorted; of a student's folder (``bounded``) at most ``MAX_FOLDER_ENTRIES``,
+    else ``FolderProblem``. The submissions folder itself is the instructor's, and not bounded."""
+    return [folder / name for name in entries(folder)] if bounded else sorted(folder.iterdir())
+
+
+def _visible_dirs(folder: Path, bounded: bool = True) -> list[Path]:
+    return [p for p in _entries(folder, bounded) if not p.name.startswith(".") and p.is_dir()]
 
 
 def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Found], list[GradeRow]]:
@@ -78,29 +79,50 @@ def discover(submissions_dir: Path, known: dict | None = None) -> tuple[list[Fou
     rows = [GradeRow("", path.name, None, None, Status.MISPLACED_NOTEBOOK,
                      f"{path.name} is at the top of the submissions folder, in no student's folder: "
                      f"expected {EXPECTED_LAYOUT}")
-            for path in _loose_notebooks(submissions_dir)]
+            for path in _loose_notebooks(submissions_dir, bounded=False)]
     for student in _students(submissions_dir):
-        student_id = student_name(student.name)
-        if student_id in known:
-            rows.append(GradeRow(student_id, "", None, None, Status.MISPLACED_NOTEBOOK,
-                                 f"a folder named like the assignment {student_id} where a student's folder should be: "
-                                 f"expected {EXPECTED_LAYOUT}, e.g. <student>/{student_id}/"
-                                 f"{known[student_id].source_path.name}"))
-            continue
-        folders = {p.name: Found(student_id, p.name, p) for p in _visible_dirs(student)}
-        for path in _loose_notebooks(student):
-            row = _place_loose_notebook(path, student, folders, by_notebook, known)
-            rows.extend([row] if row else [])
-        found.extend(_one_per_student(folders.values(), found, submissions_dir))
+        try:   # one student's folder never stops the batch: what it holds is theirs
+            _discover_student(student, known, by_notebook, found, rows, submissions_dir)
+        except Exception as error:  # noqa: BLE001 - that student's row says why
+            rows.append(_student_row(student, error))
     for entry in found:
         if entry.assignment not in known and entry.notebook is None:
             entry.notes.extend(_misnested_hint(entry, by_notebook)[:1])
     return sorted(found, key=lambda f: (f.student_id, f.assignment)), rows
 
 
+def _discover_student(student: Path, known: dict, by_notebook: dict, found: list[Found], rows: list[GradeRow],
+                      submissions_dir: Path) -> None:
+    """One student's folder: its assignment folders and loose notebooks into ``found``, rows for what is misplaced."""
+    student_id = student_name(student.name)
+    if student_id in known:
+        rows.append(GradeRow(student_id, "", None, None, Status.MISPLACED_NOTEBOOK,
+                             f"a folder named like the assignment {student_id} where a student's folder should be: "
+                             f"expected {EXPECTED_LAYOUT}, e.g. <student>/{student_id}/"
+                             f"{known[student_id].source_path.name}"))
+        return
+    folders = {p.name: Found(student_id, p.name, p) for p in _visible_dirs(student)}
+    for path in _loose_notebooks(student):
+        row = _place_loose_notebook(path, student, folders, by_notebook, known)
+        rows.extend([row] if row else [])
+    found.extend(_one_per_student(folders.values(), found, submissions_dir))
+
+
+def _student_row(student: Path, error: Exception) -> GradeRow:
+    """The row of a student's folder that could not be looked through: the student's (a folder past the
+    walk's bounds, a name too long, a folder that cannot be read) or, for anything else, the grader's."""
+    if isinstance(error, FolderProblem):
+        status, detail = error.status, f"the folder {student.name}: {error.detail}"
+    elif isinstance(error, (OSError, RecursionError)):
+        status, detail = Status.INVALID_SUBMISSION, f"the folder {student.name} cannot be read: {type(error).__name__}"
+    else:
+        status, detail = Status.GRADER_ERROR, f"{type(error).__name__}: {clean_text(error)[:150]}"
+    return GradeRow(student_name(student.name), "", None, None, status, detail)
+
+
 def _students(submissions_dir: Path) -> list[Path]:
     """The student folders, those whose names are already in NFC first among names that are the same in NFC."""
-    return sorted(_visible_dirs(submissions_dir),
+    return sorted(_visible_dirs(submissions_dir, bounded=False),
                   key=lambda p: (student_name(p.name), p.name != student_name(p.name), p.name))
 
 
@@ -130,8 +152,8 @@ def _assignments_by_notebook_name(known: dict) -> dict[str, list]:
     return {name: list(matches.values()) for name, matches in by_notebook.items()}
 
 
-def _loose_notebooks(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.name.endswith(".ipynb") and not p.name.startswith("."))
+def _loose_notebooks(folder: Path, bounded: bool = True) -> list[Path]:
+    return [p for p in _entries(folder, bounded) if p.name.endswith(".ipynb") and not p.name.startswith(".")]
 
 
 def _place_loose_notebook(path: Path, student: Path, folders: dict, by_notebook: dict, known: dict) -> GradeRow | None:
@@ -154,8 +176,15 @@ def _place_loose_notebook(path: Path, student: Path, folders: dict, by_notebook:
 
 
 def _misnested_hint(entry: Found, by_notebook: dict) -> list[str]:
-    """For a folder that is no assignment: where the assignment's notebook it holds should have been."""
-    for path in _notebooks_in(entry.folder, 5):
+    """For a folder that is no assignment: where the assignment's notebook it holds should have been (or
+    why the grader could not look through it)."""
+    try:
+        notebooks = _notebooks_in(entry.folder, 5)
+    except FolderProblem as problem:
+        return [problem.detail]
+    except OSError as error:   # a hint is advice: never a reason to stop
+        return [f"the grader could not look through it ({type(error).__name__})"]
+    for path in notebooks:
         matches = by_notebook.get(path.name, [])
         if len(matches) == 1:
             return [f"it holds {path.relative_to(entry.folder)}: expected "
@@ -279,7 +308,7 @@ def read_submission(folder: Path, assignment: conventions.Assignment, release=No
     the course's notebook file names -> their assignments (another assignment's notebook is not graded)."""
     if folder.is_symlink():
         raise Unreadable(Status.INVALID_NOTEBOOK, "the submission folder is a link to somewhere else")
-    path, note = ((notebook, "") if notebook is not None
+    path, note = ((notebook, "") if notebook is not None   # FolderProblem past the walk's bounds
                   else _find_notebook(folder, assignment.source_path.name, release, owners))
     _check_notebook_file(path, folder)
     nb, dropped = _parse_notebook(path)
@@ -314,6 +343,8 @@ def _parse_notebook(path: Path):
     was dropped; ``Unreadable`` with the reason (nbformat's first line) otherwise."""
     try:
         nb, notes = read_bounded(path.read_bytes())
+    except OSError as error:   # a file the student left unreadable (permissions, a name too long)
+        raise Unreadable(Status.INVALID_NOTEBOOK, f"the file cannot be read ({error.strerror or type(error).__name__})") from None
     except NotebookTooBig as error:
         raise Unreadable(Status.INVALID_NOTEBOOK, str(error)) from None
     except (json.JSONDecodeError, nbformat.reader.NotJSONError):
@@ -326,46 +357,3 @@ def _parse_notebook(path: Path):
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise Unreadable(Status.INVALID_NOTEBOOK, f"not a valid notebook: {first[:100]}") from None
     return nb, notes
-
-
-def stage_files(folder: Path, target: Path) -> list[str]:
-    """Hard-link (or copy) the submission's own files into ``target``, at most
-    ``MAX_SUBMISSION_FILES_BYTES`` in all and ``MAX_SUBMISSION_FILES`` files, sizes read with
-    ``lstat`` before anything is read; notes on what was left out.
-
-    Notebooks, checkpoints, links and special files are never staged. What is staged is what the
-    judge copies into the runner's private folder, once.
-    """
-    notes: list[str] = []
-    total = count = 0
-    for parent, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
-        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(parent, d))]:
-            path = Path(parent) / name
-            relative = path.relative_to(folder)
-            if name.endswith(".ipynb"):
-                continue
-            count += 1
-            if count > MAX_SUBMISSION_FILES:
-                notes.append(f"only the first {MAX_SUBMISSION_FILES} files were looked at")
-                return notes
-            info = path.lstat()
-            if stat.S_ISLNK(info.st_mode):
-                notes.append(f"{relative} (a link)")
-            elif not stat.S_ISREG(info.st_mode):
-                notes.append(f"{relative} (not a regular file)")
-            elif total + info.st_size > MAX_SUBMISSION_FILES_BYTES:
-                notes.append(f"{relative} ({info.st_size / 2**20:.1f} MB; the files beside the notebook may "
-                             f"take {MAX_SUBMISSION_FILES_BYTES // 2**20} MB in all)")
-            else:
-                total += info.st_size
-                destination = target / relative
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(path, destination, follow_symlinks=False)
-                except OSError:
-                    shutil.copyfile(path, destination, follow_symlinks=False)
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(parent, d))]
-    return notes
-
-

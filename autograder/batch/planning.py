@@ -16,11 +16,12 @@ from pathlib import Path
 from ..judge.protocol import Status
 from ..sandbox.limits import Limits
 from .folder_names import name_problem, shown_name
-from .intake import MAX_NOTEBOOK_BYTES, MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, Found
+from .intake import MAX_NOTEBOOK_BYTES, Found
+from .submission_files import MAX_SUBMISSION_FILES, MAX_SUBMISSION_FILES_BYTES, FolderProblem, walk
 from .report import GradeRow
 
 STATE_FILE = "grading_state.json"
-GRADER_VERSION = "5"  # bump when a change to the grader should regrade unchanged submissions
+GRADER_VERSION = "6"  # bump when a change to the grader should regrade unchanged submissions
 
 
 def _fingerprint(found: "Found", source_path: Path, limits: Limits) -> str:
@@ -28,15 +29,7 @@ def _fingerprint(found: "Found", source_path: Path, limits: Limits) -> str:
     contents hashed in chunks, up to the size the runner would get), the solution and the limits."""
     digest = hashlib.sha256(f"{GRADER_VERSION}|{limits}".encode())
     digest.update(source_path.read_bytes())
-    if found.notebook is not None:
-        paths = [found.notebook]
-    else:
-        paths = []
-        for parent, dirs, files in os.walk(found.folder):
-            dirs.sort()
-            paths.extend(Path(parent) / f for f in sorted(files))
-            if len(paths) > MAX_SUBMISSION_FILES:
-                break
+    paths = [found.notebook] if found.notebook is not None else _files(found.folder, digest)
     budget = MAX_SUBMISSION_FILES_BYTES + MAX_NOTEBOOK_BYTES
     for path in paths[:MAX_SUBMISSION_FILES + 1]:
         info = path.lstat()
@@ -51,6 +44,20 @@ def _fingerprint(found: "Found", source_path: Path, limits: Limits) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def _files(folder: Path, digest) -> list[Path]:
+    """The files under ``folder`` (links and special files included), up to one past ``MAX_SUBMISSION_FILES``;
+    a folder past the walk's bounds adds its reason to ``digest`` (so the same folder keeps its fingerprint)."""
+    paths: list[Path] = []
+    try:
+        for parent, _, files in walk(folder):
+            paths.extend(parent / f for f in files)
+            if len(paths) > MAX_SUBMISSION_FILES:
+                break
+    except FolderProblem as problem:
+        digest.update(f"|{problem.detail}".encode())
+    return paths
 
 
 @dataclass

@@ -54,8 +54,9 @@ def normalise(nb) -> list[str]:
         if not isinstance(meta, dict):
             cell["metadata"] = meta = nbformat.NotebookNode()
             bad_meta += 1
-        if "nbgrader" in meta and not isinstance(meta["nbgrader"], dict):
-            del meta["nbgrader"]
+        if "nbgrader" in meta and (not isinstance(meta["nbgrader"], dict)
+                                   or not isinstance(meta["nbgrader"].get("grade_id", ""), str)):
+            del meta["nbgrader"]   # not nbgrader's: a release cell's grade id is text
             bad_meta += 1
         if cell.cell_type == "code":
             cell.outputs = []

@@ -10,7 +10,12 @@ the student version it was released as:
 * each answer cell takes the student's code for it: by ``grade_id``; failing that (metadata
   stripped) from the first of the student's cells that defines the same function or class as the
   stub; failing that, the unanswered stub;
-* the student's own extra cells are kept, right after the cell they followed;
+* the student's own extra cells are kept, right after the cell they followed, without nbgrader
+  metadata: only the release's cells are nbgrader's. A cell the student marked as graded or as an
+  answer, or one carrying another notebook's or an older schema's nbgrader metadata, would make
+  nbgrader refuse the notebook (``ValidationError: ... the nbgrader metadata may be corrupted``,
+  ``SchemaTooOldError``), which used to be a grader error; its metadata is removed and the note
+  names the cell;
 * copies of release cells (a duplicated test cell, a metadata-less copy of a locked cell) are dropped.
 
 The repair is deterministic and says what it did, so the grade table can show it.
@@ -24,6 +29,7 @@ import functools
 import re
 
 from ..course import conventions
+from ..course.text import clean_text
 from ..selfgrade import is_self_grading_cell
 from ..course.setup_cell import SETUP_GRADE_ID
 
@@ -53,7 +59,38 @@ def repair(submitted, release) -> tuple[object, list[str]]:
     index = _index(submitted, release)
     answers, used_extras, answer_notes = _match_answers(release, index)
     repaired, moved_notes = _reassemble(release, answers, index.extras, used_extras)
-    return repaired, index.notes + answer_notes + moved_notes
+    return repaired, index.notes + answer_notes + moved_notes + _stray_metadata_note(index.extras, used_extras)
+
+
+def _stray_metadata_note(extras, used_extras: set[int]) -> list[str]:
+    """Which of the student's own cells kept in the notebook lost their nbgrader metadata, and why it was stray."""
+    named = [_stray_name(cell) for position, (_, cell) in enumerate(extras)
+             if position not in used_extras and "nbgrader" in cell.get("metadata", {})]
+    if not named:
+        return []
+    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+    return [f"nbgrader metadata removed from {len(named)} of the student's own cell(s), which nbgrader would refuse "
+            f"(only the release's cells are graded): {', '.join(named[:5])}{more}"]
+
+
+def _stray_name(cell) -> str:
+    meta = conventions.nbgrader_meta(cell)
+    gid = meta.get("grade_id")
+    name = f"'{clean_text(gid)[:40]}'" if isinstance(gid, str) and gid else f"a {cell.cell_type} cell"
+    if meta.get("grade"):
+        return f"{name} (marked as graded)"
+    if meta.get("solution"):
+        return f"{name} (marked as an answer)"
+    if meta.get("schema_version") != 3:
+        return f"{name} (schema version {clean_text(meta.get('schema_version'))[:10]})"
+    return f"{name} (a grade id the release does not have)"
+
+
+def _own_cell(cell):
+    """A copy of one of the student's own cells, without nbgrader metadata (nbgrader's are the release's cells)."""
+    fresh = copy.deepcopy(cell)
+    fresh.get("metadata", {}).pop("nbgrader", None)
+    return fresh
 
 
 class _Index:
@@ -147,7 +184,7 @@ def _reassemble(release, answers: dict[str, str], extras, used_extras: set[int])
     for position, (after, extra) in enumerate(extras):
         if position not in used_extras:
             extras_after.setdefault(after, []).append(extra)
-    leading = [copy.deepcopy(c) for c in extras_after.get(None, [])]
+    leading = [_own_cell(c) for c in extras_after.get(None, [])]
     notes = ["cells above the set-up cell moved below it"] if any(c.cell_type == "code" for c in leading) else []
     has_setup = any(conventions.grade_id(c) == SETUP_GRADE_ID for c in release.cells)
     cells = [] if has_setup else leading
@@ -159,7 +196,7 @@ def _reassemble(release, answers: dict[str, str], extras, used_extras: set[int])
         cells.append(fresh)
         if gid == SETUP_GRADE_ID:
             cells.extend(leading)
-        cells.extend(copy.deepcopy(c) for c in extras_after.get(gid, []) if gid)
+        cells.extend(_own_cell(c) for c in extras_after.get(gid, []) if gid)
     repaired = copy.deepcopy(release)
     repaired.cells = cells
     return repaired, notes

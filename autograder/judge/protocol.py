@@ -32,6 +32,7 @@ class Status(StrEnum):
     ERROR = "error"
     # Submissions that never ran, and the grader's own failures (autograder/batch/grading.py):
     INVALID_NOTEBOOK = "invalid notebook"
+    INVALID_SUBMISSION = "invalid submission"
     MISSING_NOTEBOOK = "missing notebook"
     MISPLACED_NOTEBOOK = "misplaced notebook"
     INVALID_NAME = "invalid name"
@@ -40,7 +41,7 @@ class Status(StrEnum):
 
 
 JUDGE_STATUSES = (Status.OK, Status.TIMEOUT, Status.KERNEL_DIED, Status.MEMORY_LIMIT, Status.PROTOCOL_ERROR, Status.ERROR)
-UNREADABLE = (Status.INVALID_NOTEBOOK, Status.MISSING_NOTEBOOK)   # submissions that never run
+UNREADABLE = (Status.INVALID_NOTEBOOK, Status.INVALID_SUBMISSION, Status.MISSING_NOTEBOOK)   # submissions that never run
 
 
 # --------------------------------------------------------------------------------------------------

@@ -61,3 +61,115 @@ def test_a_page_loses_its_scripts_and_shows_formulas_as_text():
 def test_a_title_with_a_quote_stays_one_attribute_and_a_page_without_a_body_is_left_as_is():
     assert 'title="\\text{&quot;a&quot;}"' in readable_page('<body>$\\text{"a"}$</body>')
     assert readable_page("<p>$x$</p>") == "<p>$x$</p>"
+
+
+# --------------------------------------------------------------------------------------------------
+# What a page shows is bounded (feedback_bounds): a notebook built to blow up syntax highlighting (a
+# million one-character tokens) took the grader to gigabytes and wrote a 25 MB page.
+
+import nbformat  # noqa: E402
+from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
+
+from autograder.batch import feedback_bounds as bounds  # noqa: E402
+from autograder.batch.feedback_exporter import FeedbackExporter  # noqa: E402
+
+
+def page_of(*cells):
+    return new_notebook(cells=list(cells), metadata={"language_info": {"name": "python"}})
+
+
+def graded_cell(source, **outputs):
+    cell = new_code_cell(source, metadata={"nbgrader": {"grade": True, "grade_id": "test_f", "points": 1}})
+    cell.outputs = [new_output(kind, **fields) for kind, fields in outputs.items()]
+    return cell
+
+
+def test_a_long_cell_is_shown_as_plain_text_shortened_and_says_so():
+    bomb = "a=1;" * 250_000                                  # 1,000,000 characters, as many tokens
+    nb = page_of(new_code_cell("def f(x):\n    return 2 * x\n"), new_code_cell(bomb))
+    bounds.bound_notebook(nb)
+    answer, shown = nb.cells
+    assert bounds.PLAIN_TEXT not in answer.metadata and answer.source == "def f(x):\n    return 2 * x\n"
+    assert shown.metadata[bounds.PLAIN_TEXT] is True
+    assert shown.source == bomb[:50_000] + (
+        "\n# [shortened for this page: shown as plain text (a page highlights cells of up to 20,000 characters, "
+        "50,000 tokens in all)]\n# [shortened for this page: 950,000 more characters of this cell are not shown "
+        "(a page shows 50,000 of a cell)]")
+
+
+def test_highlighting_stops_when_the_pages_tokens_are_spent():
+    cells = [new_code_cell("a=1;" * 4_000) for _ in range(5)]   # 16,000 tokens each, under 20,000 characters
+    bounds.bound_notebook(page_of(*cells))
+    assert [bounds.PLAIN_TEXT in c.metadata for c in cells] == [False, False, False, True, True]
+
+
+def test_colour_codes_are_removed_once_the_pages_are_spent_and_outputs_past_the_page_are_left_out():
+    coloured = new_code_cell("print(...)")
+    coloured.outputs = [new_output("stream", name="stdout", text="\x1b[31mx" * 6_000) for _ in range(2)]
+    big = new_code_cell("print(...)")
+    big.outputs = [new_output("stream", name="stdout", text="y" * 4_000_000) for _ in range(2)]
+    verdict = graded_cell("check(f)", error={"ename": "CheckFailure", "evalue": "f: wrong",
+                                             "traceback": ["CheckFailure: f: wrong"]})
+    bounds.bound_notebook(page_of(coloured, big, verdict))
+    assert [o.text.count("\x1b[") for o in coloured.outputs] == [6_000, 0]
+    assert [o.text[:30] for o in big.outputs] == ["y" * 30, "[shortened for this page: outp"]
+    assert verdict.outputs[0].evalue == "f: wrong", "a test's verdict is always shown"
+
+
+def render(nb) -> str:
+    body, _ = FeedbackExporter().from_notebook_node(nb)
+    return body
+
+
+def test_the_page_of_a_highlighting_bomb_has_no_span_per_token_and_stays_small():
+    bomb = "a=1;" * 250_000
+    nb = page_of(new_code_cell("def f(x):\n    return 2 * x\n"), new_code_cell(bomb))
+    bounds.bound_notebook(nb)
+    page = render(nb)
+    assert len(page.encode()) < 2 * 2**20 and page.count("<span") < 100, (len(page), page.count("<span"))
+    assert bounds.shortened_count(page) == 2 and '<span class="k">def</span>' in page
+    assert "a=1;" * 100 in page
+
+
+def test_plain_text_is_escaped():
+    nb = page_of(new_code_cell("print('<script>alert(1)</script>') # " + "x" * 30_000))
+    bounds.bound_notebook(nb)
+    page = render(nb)
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_page_over_the_cap_is_never_written_a_short_one_is(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from autograder.batch import gradebook
+    from autograder.batch.report import GradeRow
+
+    root, out = tmp_path / "course", tmp_path / "out"
+    page = root / "feedback" / "ann" / "01_a" / "a.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html><head></head><body>" + "x" * 5_000 + "</body></html>", encoding="utf-8")
+
+    class Api:
+        def generate_feedback(self, *args, **kwargs):
+            return {"success": True}
+
+    job = SimpleNamespace(student_id="ann", assignment=SimpleNamespace(name="01_a"),
+                          row=GradeRow("ann", "01_a", 3.0, 3.0, "ok", ""))
+    monkeypatch.setattr(gradebook, "MAX_FEEDBACK_PAGE_BYTES", 4_000)
+    gradebook.write_feedback(job, Api(), root, out)
+    text = (out / "feedback" / "ann" / "01_a" / "a.html").read_text(encoding="utf-8")
+    assert len(text) < 4_000 and "its feedback page would have been" in text and "Content-Security-Policy" in text
+    assert job.row.detail == "feedback page shortened in 1 place(s) (what a page shows is bounded)"
+
+
+def test_the_readme_states_the_pages_bounds():
+    from pathlib import Path
+
+    text = " ".join((Path(bounds.__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    for phrase in (f"up to {bounds.MAX_HIGHLIGHTED_CELL_CHARS:,} characters and while the page's "
+                   f"{bounds.MAX_HIGHLIGHTED_TOKENS:,} tokens last",
+                   f"at most {bounds.MAX_SHOWN_CELL_CHARS:,} characters of it",
+                   f"colour codes become markup for {bounds.MAX_ANSI_SEQUENCES:,} of them",
+                   f"code and outputs take at most {bounds.MAX_PAGE_TEXT_BYTES // 2**20} MB",
+                   f"A page over {bounds.MAX_FEEDBACK_PAGE_BYTES // 2**20} MB is never written"):
+        assert phrase in text, phrase

@@ -10,8 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.batch import folder_names, intake
+from autograder.batch import folder_names, intake, submission_files
 from autograder.judge.protocol import Status
+from fixture_course import make_deep_folder, remove_deep_folder
 
 
 @dataclass
@@ -234,3 +235,116 @@ def refused_with(folder: Path, release) -> tuple[str, str]:
     with pytest.raises(intake.Unreadable) as caught:
         intake.read_submission(folder, KNOWN["01_a"], release, owners=OWNERS)
     return caught.value.status, caught.value.detail
+
+
+# --------------------------------------------------------------------------------------------------
+# A student's folder is walked within bounds (submission_files): past them, the submission is the
+# student's `invalid submission`, with the reason, and no other student's row changes.
+
+
+@pytest.fixture
+def deep(tmp_path):
+    """``make(parent, levels)`` makes a folder that deep under ``parent``; all removed one level at a time after
+    the test (``shutil.rmtree`` and pytest's clean-up recurse once per level)."""
+    made = []
+
+    def make(parent: Path, levels: int) -> Path:
+        made.append(make_deep_folder(parent, levels))
+        return made[-1]
+
+    yield make
+    for top in made:
+        remove_deep_folder(top)
+
+
+DEEP = (Status.INVALID_SUBMISSION, f"folders nested more than {submission_files.MAX_FOLDER_DEPTH} levels deep (in d/): "
+        "submit the notebook and the files it reads, not a whole folder tree")
+
+
+def test_a_folder_1100_levels_deep_beside_the_notebook_is_an_invalid_submission_not_a_recursion(tmp_path, deep):
+    put(tmp_path / "a.ipynb")
+    deep(tmp_path, 1100)
+    assert refused(tmp_path) == DEEP
+    with pytest.raises(intake.Unreadable) as caught:
+        intake.stage_files(tmp_path, tmp_path.parent / "staged")
+    assert (caught.value.status, caught.value.detail) == DEEP
+
+
+def test_the_walk_goes_as_deep_as_its_bound_and_no_deeper(tmp_path, deep):
+    deep(tmp_path / "ok", submission_files.MAX_FOLDER_DEPTH)
+    assert len(list(submission_files.walk(tmp_path / "ok"))) == submission_files.MAX_FOLDER_DEPTH + 1
+    deep(tmp_path / "too_deep", submission_files.MAX_FOLDER_DEPTH + 1)
+    with pytest.raises(submission_files.FolderProblem):
+        list(submission_files.walk(tmp_path / "too_deep"))
+    walked = submission_files.walk(tmp_path / "too_deep")
+    for folder, dirs, _ in walked:   # a folder the caller does not enter is no problem
+        dirs.clear()
+
+
+def test_a_deep_folder_where_an_assignment_should_be_gives_a_row_not_a_crash(tmp_path, deep):
+    """The walk for a hint (a folder that is no assignment) ran outside any per-submission guard: a folder 1,100
+    levels deep there stopped the whole batch with RecursionError. Now it is the hint's reason."""
+    put(tmp_path / "ann" / "01_a" / "a.ipynb")
+    deep(tmp_path / "bob" / "my_course", 1100)
+    found, rows = intake.discover(tmp_path, KNOWN)
+    by_key = {(f.student_id, f.assignment): f for f in found}
+    assert sorted(by_key) == [("ann", "01_a"), ("bob", "my_course")] and rows == []
+    assert by_key["bob", "my_course"].notes == [DEEP[1]]
+
+
+def test_too_many_entries_and_too_long_paths_are_invalid_submissions(tmp_path, monkeypatch):
+    monkeypatch.setattr(submission_files, "MAX_FOLDER_ENTRIES", 20)
+    put(tmp_path / "many" / "a.ipynb")
+    for i in range(25):
+        (tmp_path / "many" / f"f{i:02}.txt").write_text("x", encoding="utf-8")
+    assert refused(tmp_path / "many") == (Status.INVALID_SUBMISSION, "more than 20 files and folders in the submission: "
+                                          "submit the notebook and the files it reads, not a whole folder tree")
+    long = tmp_path / "long"
+    put(long / "a.ipynb")
+    nested = long / "/".join(["n" * 200] * 5)     # 1,004 bytes: past the 1,024 with the file's name
+    nested.mkdir(parents=True)
+    (nested / ("d" * 20 + ".txt")).write_text("x", encoding="utf-8")
+    status, detail = refused(long)
+    assert (status, detail) == (Status.INVALID_SUBMISSION, "a path in the submission is too long (1,029 bytes; the "
+                                f"grader takes 1,024): {'n' * 30}...nnnnn/{'d' * 20}.txt")
+
+
+def test_a_path_too_long_for_the_staging_folder_is_the_students(tmp_path):
+    """Staged under a folder whose own path is long, a path that fits the submission's bound can pass the
+    kernel's (4,096 bytes): ENAMETOOLONG, which used to be a grader error, is the student's row."""
+    folder = tmp_path / "sub"
+    nested = folder / "/".join(["n" * 240] * 4)
+    nested.mkdir(parents=True)
+    (nested / "data.txt").write_text("x", encoding="utf-8")
+    target = tmp_path / "/".join(["t" * 250] * 13)
+    target.mkdir(parents=True)
+    with pytest.raises(intake.Unreadable) as caught:
+        intake.stage_files(folder, target)
+    assert caught.value.status == Status.INVALID_SUBMISSION
+    assert caught.value.detail == "a path in the submission is too long for the grader's staging folder: data.txt"
+
+
+def test_links_are_listed_never_followed_by_the_walk(tmp_path):
+    (tmp_path / "inner").mkdir()
+    os.symlink(tmp_path, tmp_path / "inner" / "loop")            # a loop, if followed
+    os.symlink("/etc", tmp_path / "etc")
+    walked = [(folder.relative_to(tmp_path).as_posix(), dirs, files) for folder, dirs, files in submission_files.walk(tmp_path)]
+    assert walked == [(".", ["inner"], ["etc"]), ("inner", [], ["loop"])]
+
+
+def test_one_students_folder_that_cannot_be_looked_through_is_their_row_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(submission_files, "MAX_FOLDER_ENTRIES", 20)
+    put(tmp_path / "ann" / "01_a" / "a.ipynb")
+    for i in range(25):
+        put(tmp_path / "bob" / f"n{i:02}.ipynb")
+    found, rows = intake.discover(tmp_path, KNOWN)
+    assert [(f.student_id, f.assignment) for f in found] == [("ann", "01_a")]
+    assert [(r.student_id, r.assignment, r.status) for r in rows] == [("bob", "", Status.INVALID_SUBMISSION)]
+    assert rows[0].detail.startswith("the folder bob: more than 20 files and folders in the submission")
+
+
+def test_the_readme_states_the_walks_bounds():
+    text = " ".join((Path(intake.__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    bounds = (f"{submission_files.MAX_FOLDER_DEPTH} levels, {submission_files.MAX_FOLDER_ENTRIES:,} entries and "
+              f"{submission_files.MAX_PATH_BYTES:,} bytes of a path")
+    assert bounds in text and "| `invalid submission` |" in text

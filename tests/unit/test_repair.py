@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.batch.repair import repair
@@ -111,3 +112,56 @@ def test_the_release_notebook_is_not_modified():
     before = nbformat.writes(release)
     repair(student(lambda nb: nb.cells.pop(3)), release)
     assert nbformat.writes(release) == before
+
+
+# A cell of the student's own with nbgrader metadata: nbgrader refused the whole notebook (SchemaTooOldError,
+# ValidationError "... the nbgrader metadata may be corrupted"), a `grader error` for what is the student's file.
+# The metadata is removed (only the release's cells are nbgrader's) and the note names the cell.
+def own_cell(kind="code", **meta):
+    cell = new_code_cell("print('mine')") if kind == "code" else new_markdown_cell("my notes")
+    cell.metadata["nbgrader"] = meta
+    return cell
+
+
+STRAY = {
+    "marked as graded": (own_cell(schema_version=3, grade=True, solution=False, locked=False, grade_id="my_test",
+                                  points=5, task=False), "'my_test' (marked as graded)"),
+    "old schema": (own_cell(schema_version=1, grade=False, solution=False, locked=False, grade_id="mine"),
+                   "'mine' (schema version 1)"),
+    "answer on markdown": (own_cell("markdown", schema_version=3, grade=False, solution=True, locked=False,
+                                    grade_id="essay", task=False), "'essay' (marked as an answer)"),
+    "stale keys": (own_cell(schema_version=3, grade=False, solution=False, locked=True, grade_id="copied",
+                            checksum="abc", cell_type="code", task=False), "'copied' (a grade id the release does not have)"),
+    "graded, no grade id": (own_cell(grade=True, points=2), "a code cell (marked as graded)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRAY))
+def test_stray_nbgrader_metadata_on_the_students_own_cell_is_removed_and_named(case):
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    cell, named = STRAY[case]
+    out, notes = repair(student(lambda nb: nb.cells.insert(3, copy.deepcopy(cell))), release_notebook())
+    assert ids(out)[3] == cell.source[:12] and "nbgrader" not in out.cells[3].metadata
+    assert notes == ["nbgrader metadata removed from 1 of the student's own cell(s), which nbgrader would refuse "
+                     f"(only the release's cells are graded): {named}"]
+    MetadataValidator().validate_nb(out)   # what nbgrader's CheckCellMetadata runs: no SchemaTooOldError, no ValidationError
+
+
+def test_a_student_cell_claiming_a_release_cells_grade_id_is_the_release_cell_again():
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    impostor = own_cell("markdown", schema_version=3, grade=True, solution=True, locked=False, grade_id="test_f",
+                        points=10, task=False)
+    out, notes = repair(student(lambda nb: nb.cells.insert(5, impostor)), release_notebook())
+    assert ids(out) == ids(release_notebook()) and "duplicate cells ignored: test_f" in notes
+    assert out.cells[3].metadata["nbgrader"]["points"] == 1
+    MetadataValidator().validate_nb(out)
+
+
+def test_a_grade_id_that_is_not_text_is_malformed_metadata():
+    from autograder.batch.preparation import repair_submission
+
+    cell = own_cell(schema_version=3, grade=True, grade_id=["not", "text"], points=1)
+    out, notes = repair_submission(student(lambda nb: nb.cells.insert(3, cell)), release_notebook())
+    assert "malformed metadata removed from 1 cell(s)" in notes and "nbgrader" not in out.cells[3].metadata
