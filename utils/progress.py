@@ -63,7 +63,7 @@ class TrainingSteps:
     def show(self, **values: float) -> None:
         """Show these figures beside the bar (e.g. ``loss=2.1``) and in the final line."""
         self.last = {name: float(value) for name, value in values.items()}
-        self.bar.set_postfix({name: f"{value:.3f}" for name, value in self.last.items()}, refresh=False)
+        self.bar.set_postfix({name: _figure(value) for name, value in self.last.items()}, refresh=False)
 
     def seconds(self) -> float:
         return self.clock() - self.began
@@ -71,7 +71,7 @@ class TrainingSteps:
     def summary(self) -> str:
         """The line a finished run leaves: steps, time (and the prediction), the last figures shown."""
         predicted = f" (predicted {self.predicted_s:.0f} {self.unit})" if self.predicted_s is not None else ""
-        figures = "".join(f", last {name} {value:.3f}" for name, value in self.last.items())
+        figures = "".join(f", last {name} {_figure(value)}" for name, value in self.last.items())
         return f"{self.desc}: {self.done - self.start} steps in {self.seconds():.0f} {self.unit}{predicted}{figures}"
 
     def __exit__(self, kind, error, trace) -> bool:
@@ -85,6 +85,11 @@ class TrainingSteps:
                 "Your answers still grade: grading runs your answer cells and the tests, never this cell. "
                 "Run the cell again to train from the start.") from None
         return False
+
+
+def _figure(value: float) -> str:
+    """A loss with three decimals, a rate such as tokens per second as a whole number with separators."""
+    return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def training_steps(total: int, desc: str, *, start: int = 0, predicted_s: float | None = None,

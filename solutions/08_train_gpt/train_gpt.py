@@ -164,9 +164,8 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
-from utils import claims, corpus, plotting
+from utils import claims, corpus, plotting, progress
 from utils.precision import (choose_precision, gpu_configuration, peak_memory_bytes, peak_memory_source,
                              reset_peak_memory, smoke_sized, steps_for)
 
@@ -1477,7 +1476,11 @@ class TrainingRun:
         self.history = {"train": [], "val_step": [], "val": []}
 
     def train_until(self, last_step, desc="training"):
-        bar = tqdm(range(self.step, last_step), desc=desc, mininterval=1.0, leave=False)
+        with progress.training_steps(last_step, desc, start=self.step) as bar:
+            self._train_steps(bar)
+        return self
+
+    def _train_steps(self, bar):
         for _ in bar:
             start = time.perf_counter()
             lr = learning_rate(self.step, **self.schedule)
@@ -1500,8 +1503,7 @@ class TrainingRun:
                 self.history["val_step"].append(self.step)
                 self.history["val"].append(estimate_loss(self.model, self.val_batches))
             if self.step % 10 == 0:
-                bar.set_postfix(loss=f"{self.history['train'][-1]:.3f}", tok_s=f"{self.tokens_per_second():,.0f}")
-        return self
+                bar.show(loss=self.history["train"][-1], tokens_per_s=self.tokens_per_second())
 
     def tokens_per_second(self):
         return self.step * self.batch_size * self.block_size / max(self.seconds, 1e-9)

@@ -164,9 +164,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
-from utils import claims, corpus, run_cost, your_parts
+from utils import claims, corpus, progress, run_cost, your_parts
 from utils import precision as precisions
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -2170,16 +2169,19 @@ def train(model, data, *, steps, block_size, batch_size, max_lr, min_lr=None, wa
     scaler = PRECISION.grad_scaler() if PRECISION.needs_grad_scaler else None
     run = steps if stop_after is None else min(stop_after, steps)
     losses, start = [], time.perf_counter()
-    for step in tqdm(range(run), desc=label, mininterval=1.0, leave=False):
-        x, y = get_batch(data, block_size, batch_size, generator)
-        lr = wsd_learning_rate(step, max_lr, min_lr, warmup_steps, steps)
-        losses.append(train_step(model, optimizer, x.to(device), y.to(device), lr, max_norm=1.0,
-                                 precision=PRECISION, scaler=scaler))
-        if step == 0:
-            first = time.perf_counter() - start
-        if step + 1 == min(measure_steps, run):
-            guess = predicted_seconds(time.perf_counter() - start, step + 1, run, first)
-            print(f"{label}: {run} steps, predicted {guess:.0f} s (from its first {step + 1} steps)", flush=True)
+    with progress.training_steps(run, label) as bar:
+        for step in bar:
+            x, y = get_batch(data, block_size, batch_size, generator)
+            lr = wsd_learning_rate(step, max_lr, min_lr, warmup_steps, steps)
+            losses.append(train_step(model, optimizer, x.to(device), y.to(device), lr, max_norm=1.0,
+                                     precision=PRECISION, scaler=scaler))
+            bar.show(loss=losses[-1])
+            if step == 0:
+                first = time.perf_counter() - start
+            if step + 1 == min(measure_steps, run):
+                bar.predicted_s = predicted_seconds(time.perf_counter() - start, step + 1, run, first)
+                print(f"{label}: {run} steps, predicted {bar.predicted_s:.0f} s (from its first {step + 1} steps)",
+                      flush=True)
     return losses, time.perf_counter() - start
 
 
