@@ -262,19 +262,23 @@ def failure_groups(exercise: ExerciseCells, lost: list[Submission], by_name: dic
     where every earlier exercise this one uses (``exercise.upstream``) earned full points: a student whose
     ``LayerNorm`` is wrong made no mistake of the block's own, whatever its messages look like. Their
     group is named by the earlier parts that lost points instead."""
-    by_name = by_name or {}
     groups: dict = {}
     for submission in lost:
-        row = submission.row
-        patterns, exact = signature(exercise.cells, submission.messages, row.student_id)
-        upstream = tuple(u for u in exercise.upstream if u in by_name and not passed(submission, by_name[u]))
-        named = tuple(m.mutant for m in exercise.exact.get(exact, [])) if patterns and not upstream else ()
-        groups.setdefault((patterns or (("", no_message(row)),), named, upstream), []).append(submission)
+        groups.setdefault(_group_key(exercise, submission, by_name or {}), []).append(submission)
     mutants_by_name = {m.mutant: m for mutants in exercise.exact.values() for m in mutants}
     found = [_failure_group(patterns, [] if upstream else
                             [mutants_by_name[name] for name in named] or exercise.failures.get(patterns, []), members, upstream)
              for (patterns, named, upstream), members in groups.items()]
     return sorted(found, key=lambda g: (-g["count"], g["test"], g["pattern"], g["mutants"], g["upstream"]))
+
+
+def _group_key(exercise: ExerciseCells, submission: Submission, by_name: dict) -> tuple:
+    """(patterns of the failing tests, mutants failing with exactly these messages, earlier exercises that
+    lost points): the students with one key form one group."""
+    patterns, exact = signature(exercise.cells, submission.messages, submission.row.student_id)
+    upstream = tuple(u for u in exercise.upstream if u in by_name and not passed(submission, by_name[u]))
+    named = tuple(m.mutant for m in exercise.exact.get(exact, [])) if patterns and not upstream else ()
+    return patterns or (("", no_message(submission.row)),), named, upstream
 
 
 def _failure_group(patterns: tuple, mutants: list, members: list[Submission], upstream: tuple = ()) -> dict:

@@ -76,6 +76,24 @@ class Agent:
     def _global(self, name: str):
         return self.target({"name": name})
 
+    def call(self, target, request: dict) -> tuple[object, dict]:
+        """The call a request asks for, and what was observed around it for the judge to weigh (issue 49):
+        ``global_rng`` (a call given a generator touched a global one), ``changed`` (a by-value argument
+        differs from what arrived), ``returned_argument`` (the result is an argument itself)."""
+        sent_args = request.get("args", [])
+        sent_kwargs = request.get("kwargs", {"$": "dict", "items": []})
+        args = self.value(sent_args)
+        kwargs = self.value(sent_kwargs)
+        before = global_rng_states() if given_a_generator(args, kwargs) else None
+        result = _quietly(target, args, kwargs)
+        observed = {}
+        if before is not None:
+            observed["global_rng"] = global_rngs_changed(before)
+        if request.get("may_mutate") is not True:
+            observed["changed"] = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
+            observed["returned_argument"] = returned_arguments(target, result, args, kwargs)
+        return result, {name: found for name, found in observed.items() if found}
+
     # -- requests ------------------------------------------------------------------------------
     def handle(self, request: dict) -> dict:
         op = request.get("op")
@@ -91,26 +109,9 @@ class Agent:
                     raise AttributeError(f"cannot read attribute {name!r}")
                 result = getattr(target, name)
             elif op == "call":
-                sent_args = request.get("args", [])
-                sent_kwargs = request.get("kwargs", {"$": "dict", "items": []})
-                args = self.value(sent_args)
-                kwargs = self.value(sent_kwargs)
-                before = global_rng_states() if given_a_generator(args, kwargs) else None
-                result = _quietly(target, args, kwargs)
-                reply = {"ok": True}
-                if before is not None:
-                    touched = global_rngs_changed(before)
-                    if touched:
-                        reply["global_rng"] = touched
-                if request.get("may_mutate") is not True:
-                    changed = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
-                    if changed:
-                        reply["changed"] = changed
-                    returned = returned_arguments(target, result, args, kwargs)
-                    if returned:
-                        reply["returned_argument"] = returned
-                if len(reply) > 1:
-                    return {**reply, "value": wire.encode(result, self.remember)}
+                result, observed = self.call(target, request)
+                if observed:
+                    return {"ok": True, **observed, "value": wire.encode(result, self.remember)}
             elif op == "probe":
                 from utils import probes
 
