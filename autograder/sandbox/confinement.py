@@ -102,7 +102,8 @@ def check_runner_starts(limits: Limits, hide: list[Path],
 
     command = command or [sys.executable, "-c", "import autograder.sandbox.runner"]  # quick: no torch yet
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
-        scratch = Path(tmp)
+        scratch = Path(tmp) / "work"     # the sandbox's made-up /etc goes beside it, inside tmp
+        scratch.mkdir()
         command, env = _sandboxed(command, scratch, limits, hide)
         try:
             completed = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=120,
