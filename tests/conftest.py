@@ -123,6 +123,7 @@ MEASURED_SCOPE_SECONDS = {
     "tests/grader/test_grading_environments.py": 50,
     "tests/grader/test_host_memory.py": 35,
     "tests/grader/test_sandbox_confinement.py": 25,
+    "tests/grader/test_nothing_left_behind.py": 20,
 }
 
 
