@@ -13,11 +13,15 @@ input). The judge (``session.Session``) keeps the rule in three layers:
   never its message (``withheld``): code can put its arguments there (``raise ValueError(str(x))``);
   what it printed during a call is dropped by the runner, as for every test;
 * as a net, ``HiddenInputs`` records every value a hidden test sends to the student's code and replaces
-  by ``…`` any run of them in the hidden test's message (a test's own words, an error of the test's code)
-  and in every output after it (a value the student's code kept and printed in a later cell): a string
-  input (quoted, or unquoted from 5 characters on), or at least 3 consecutive numbers of an input (all of
-  a 2-number input) as Python, NumPy or PyTorch print them, at the precision printed. A single number
-  (a size, a hyperparameter such as ``alpha``) is not an input's values and is left alone.
+  by ``…`` what shows them in the hidden test's message (a test's own words, such as a check named after
+  its input, an error of the test's code) and in every output after it (a value the student's code kept
+  and printed in a later cell): a string input, quoted (or unquoted from ``LONG_TEXT`` characters on),
+  and a run of consecutive numbers of one input as Python, NumPy or PyTorch print them, at the precision
+  printed: in the hidden test's message ``RUN`` numbers, or all of a 2-number input; in a later output,
+  which is the student's own, ``RUN`` numbers with ``RUN_DIGITS`` digits among them (``[1, 0, 2]`` is as
+  likely the student's own result as three ids of a small vocabulary the test sent). A single number (a
+  size, a hyperparameter such as ``alpha``) and numbers after ``index``, ``at``, ``shape`` or ``size``
+  (positions and sizes) are left alone: they say what was checked.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ import numpy as np
 
 MAX_VALUES = 1_000_000          # numbers recorded in all (8 MB; past that, none)
 MAX_CANDIDATES = 10_000         # places in the inputs where one printed number starts a run, at most
-RUN = 3                         # consecutive numbers of an input that count as showing it
+RUN = 3                         # consecutive numbers of an input that count as showing it ...
+RUN_DIGITS = 6                  # ... with at least this many digits among them, outside the hidden test
+LONG_TEXT = 10                  # a string input this long is hidden unquoted too
 HIDDEN = "…"
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 _GAP = re.compile(r"[\s,\[\]()]*")          # what may stand between two printed numbers of one run
+_PLACE = re.compile(r"\b(?:index|indices|at|shape|size|sizes|position|positions)\s*[(\[]?\s*$", re.IGNORECASE)
 _WHERE = re.compile(r"line (\d{1,7}) in ([\w<>.]{1,80})")
 
 
@@ -107,77 +114,80 @@ class HiddenInputs:
             self._kept += len(values)
             self._index = None
 
-    def redact(self, text: str) -> str:
-        """``text`` with every string input and every run of an input's numbers replaced by ``…``."""
+    def redact(self, text: str, strict: bool = False) -> str:
+        """``text`` with every string input and every run of an input's numbers replaced by ``…``;
+        ``strict``: a hidden test's own message (shorter runs count)."""
         if not self or not text:
             return text
         for hidden in sorted(self._texts, key=len, reverse=True):
             text = text.replace(repr(hidden), repr(HIDDEN))
-            if len(hidden.strip()) >= 5:
+            if len(hidden.strip()) >= LONG_TEXT:
                 text = text.replace(hidden, HIDDEN)
-        return self._redact_numbers(text) if self._sequences else text
+        return self._redact_numbers(text, strict) if self._sequences else text
 
-    def redact_outputs(self, outputs: list) -> list:
+    def redact_outputs(self, outputs: list, strict: bool = False) -> list:
         """Notebook outputs (stream, error, text data) with ``redact`` applied to their text."""
         for output in outputs:
             if not isinstance(output, dict):
                 continue
             for key in ("text", "evalue"):
                 if isinstance(output.get(key), str):
-                    output[key] = self.redact(output[key])
+                    output[key] = self.redact(output[key], strict)
             if isinstance(output.get("traceback"), list):
-                output["traceback"] = [self.redact(line) if isinstance(line, str) else line for line in output["traceback"]]
+                output["traceback"] = [self.redact(line, strict) if isinstance(line, str) else line
+                                       for line in output["traceback"]]
             data = output.get("data")
             if isinstance(data, dict) and isinstance(data.get("text/plain"), str):
-                data["text/plain"] = self.redact(data["text/plain"])
+                data["text/plain"] = self.redact(data["text/plain"], strict)
         return outputs
 
     # -- numbers -------------------------------------------------------------------------------
     def _built(self):
         """All recorded numbers in one array, NaN between inputs (no run crosses one), sorted for lookups;
-        and each place's input length (a 2-number input counts when both are shown)."""
+        and the length of the input each number is in."""
         if self._index is None:
-            parts, lengths = [], []
-            for values in self._sequences:
-                parts += [values, np.array([np.nan])]
-                lengths += [np.full(len(values), len(values), dtype=np.int32), np.zeros(1, dtype=np.int32)]
-            flat = np.concatenate(parts)
+            flat = np.concatenate([part for values in self._sequences for part in (values, np.array([np.nan]))])
+            lengths = np.concatenate([part for values in self._sequences for part in
+                                      (np.full(len(values), len(values), dtype=np.int32), np.zeros(1, dtype=np.int32))])
             order = np.argsort(flat, kind="stable")
-            self._index = (flat, order, flat[order], np.concatenate(lengths))
+            self._index = (flat, order, flat[order], lengths)
         return self._index
 
-    def _redact_numbers(self, text: str) -> str:
-        tokens = [(m.start(), m.end(), *_value_and_tolerance(m.group())) for m in _NUMBER.finditer(text)]
+    def _redact_numbers(self, text: str, strict: bool) -> str:
+        tokens = [(m.start(), m.end(), *_value_and_tolerance(m.group()), sum(c.isdigit() for c in m.group()))
+                  for m in _NUMBER.finditer(text)]
         hidden = set()
-        for chain in _chains(text, tokens):
-            hidden.update(self._runs(chain))
+        for chain in _chains(text, tokens, 2 if strict else RUN):
+            hidden.update(self._runs(chain, strict))
         if not hidden:
             return text
         pieces, last = [], 0
-        for start, end, _, _ in sorted(tokens[i] for i in hidden):
+        for start, end, *_ in sorted(tokens[i] for i in hidden):
             pieces += [text[last:start], HIDDEN]
             last = end
         return "".join(pieces) + text[last:]
 
-    def _runs(self, chain: list) -> set:
+    def _runs(self, chain: list, strict: bool) -> set:
         """The tokens of ``chain`` (indices into the text's numbers, with their values) that show a run."""
         flat, order, ordered, lengths = self._built()
+        least_digits = 0 if strict else RUN_DIGITS
         hidden = set()
         for i in range(len(chain) - 1):
-            _, value, tolerance = chain[i]
+            _, value, tolerance, digits = chain[i]
             low = np.searchsorted(ordered, value - tolerance, side="left")
             high = np.searchsorted(ordered, value + tolerance, side="right")
             places = order[low:min(high, low + MAX_CANDIDATES)]
             length = 1
             while len(places) and i + length < len(chain):
-                _, next_value, next_tolerance = chain[i + length]
+                _, next_value, next_tolerance, next_digits = chain[i + length]
                 after = places + length
                 after = after[after < len(flat)]
                 places = after[np.abs(flat[after] - next_value) <= next_tolerance] - length
                 if len(places):
                     length += 1
-                    shown_all = lengths[places] == length
-                    if length >= RUN or shown_all.any():
+                    digits += next_digits
+                    whole = strict and bool((lengths[places] == length).any())   # all of a 2-number input
+                    if (length >= RUN and digits >= least_digits) or whole:
                         hidden.update(chain[j][0] for j in range(i, i + length))
         return hidden
 
@@ -207,15 +217,17 @@ def _value_and_tolerance(token: str) -> tuple[float, float]:
     return value, half * (1 + 1e-6) + 1e-12 * abs(value)
 
 
-def _chains(text: str, tokens: list) -> list:
+def _chains(text: str, tokens: list, shortest: int) -> list:
     """Runs of printed numbers that stand one after another, only separators between them (a printed
-    tensor, array or list): each a list of (token index, value, tolerance)."""
+    tensor, array or list), and not after a word that makes them a position or a size: each a list of
+    (token index, value, tolerance, digits)."""
     chains, current = [], []
-    for index, (start, end, value, tolerance) in enumerate(tokens):
+    for index, (start, end, value, tolerance, digits) in enumerate(tokens):
         if current and not _GAP.fullmatch(text[tokens[index - 1][1]:start]):
             chains.append(current)
             current = []
-        current.append((index, value, tolerance))
-    if current:
-        chains.append(current)
-    return [chain for chain in chains if len(chain) >= 2]
+        if not current and _PLACE.search(text[max(0, start - 20):start]):
+            current = [None]          # a position or a size: this chain is left alone
+        current.append((index, value, tolerance, digits))
+    chains.append(current)
+    return [chain for chain in chains if len(chain) >= shortest and chain[0] is not None]

@@ -214,7 +214,7 @@ class Session:
                 outcome = self._run_test_cell(source, grade_id, hidden)
         finally:
             self.in_hidden_test = False
-        return _redacted(outcome, self.hidden_inputs)
+        return _redacted(outcome, self.hidden_inputs, strict=hidden)
 
     def _run_test_cell(self, source: str, grade_id: str, hidden: bool) -> CellOutcome:
         import torch
@@ -251,11 +251,12 @@ class Session:
         return outcome
 
 
-def _redacted(outcome: CellOutcome, hidden: HiddenInputs) -> CellOutcome:
-    """``outcome`` with the values hidden tests sent so far hidden in its outputs and message."""
+def _redacted(outcome: CellOutcome, hidden: HiddenInputs, strict: bool = False) -> CellOutcome:
+    """``outcome`` with the values hidden tests sent so far hidden in its outputs and message (``strict``: a
+    hidden test's own, see ``hidden_values``)."""
     if hidden:
-        hidden.redact_outputs(outcome.outputs)
-        outcome.message = hidden.redact(outcome.message)
+        hidden.redact_outputs(outcome.outputs, strict)
+        outcome.message = hidden.redact(outcome.message, strict)
     return outcome
 
 

@@ -25,32 +25,35 @@ def test_runs_of_a_tensors_values_are_hidden_however_they_are_printed():
         assert "…" in redacted
 
 
-def test_sizes_single_numbers_and_other_values_stay():
+def test_sizes_positions_single_numbers_and_other_values_stay():
     x = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
-    hidden = _recorded(x, torch.arange(6), 20)
+    hidden = _recorded(x, torch.arange(300, 306), 20, torch.tensor([3, 0]), torch.randint(0, 4, (50,)))
     text = (f"expected shape (4, 6), got (6, 4); 3 of 24 values differ (largest difference 0.42); vocab 20; "
-            f"first value {x[0, 0].item():.4f}; tensor([1.5000, 2.2500, 3.1250])")
+            f"first value {x[0, 0].item():.4f}; tensor([1.5000, 2.2500, 3.1250]); the text [3, 0]; "
+            f"at index (301, 302, 303); shape (300, 301, 302); [1, 0, 2, 3]")
     assert hidden.redact(text) == text
-    assert hidden.redact("ids [2, 3, 4, 5]") == "ids […, …, …, …]", "3 consecutive values of an input"
+    assert hidden.redact("ids [301, 302, 303]") == "ids […, …, …]", "3 consecutive values of an input, 9 digits"
+    assert hidden.redact("ids [300, 302, 303]") == "ids [300, 302, 303]", "not consecutive in the input"
 
 
-def test_a_two_number_input_is_hidden_whole_and_numbers_of_two_inputs_make_no_run():
-    hidden = _recorded(torch.tensor([3, 0]), [7, 8, 9], [10, 11])
-    assert hidden.redact("text [3, 0] and 3 then 0") == "text […, …] and 3 then 0"
-    assert hidden.redact("[9, 10, 11]") == "[9, …, …]", "7, 8, 9 and 10, 11 are two inputs: no run across them"
+def test_numbers_of_two_inputs_make_no_run():
+    hidden = _recorded([701, 802, 903], [1004, 1105])
+    assert hidden.redact("[903, 1004, 1105]") == "[903, 1004, 1105]", "two inputs: no run across them"
+    assert hidden.redact("[701, 802, 903, 1004]") == "[…, …, …, 1004]"
 
 
 def test_string_inputs_keys_and_their_bytes_are_hidden():
-    hidden = _recorded("ab[SEP]ab", {"<s>": 17, "quiet words": 3}, "S")
+    hidden = _recorded("ab[SEP]ab", {"<s>": 17, "quietly hidden words": 3}, "S", "table")
     assert hidden.redact("encode('ab[SEP]ab') and \"<s>\" and '<s>'") == "encode('…') and \"<s>\" and '…'"
-    assert hidden.redact("some quiet words here; S and 'S'") == "some … here; S and 'S'"
+    assert hidden.redact("some quietly hidden words here; S and 'S'; a stable table") == \
+        "some … here; S and 'S'; a stable table", "short words unquoted, or one letter, say nothing"
     assert hidden.redact(str(list("ab[SEP]ab".encode()))) == "[…, …, …, …, …, …, …, …, …]"
 
 
 def test_numpy_arrays_and_nested_lists_are_recorded():
-    hidden = _recorded(np.array([[0.25, 0.125], [3.5, 9.75]]), [[1, 2, 3], [4, 5, 6]])
+    hidden = _recorded(np.array([[0.25, 0.125], [3.5, 9.75]]), [[11, 12, 13], [14, 15, 16]])
     assert hidden.redact("[[0.25  0.125]\n [3.5   9.75 ]]") == "[[…  …]\n […   … ]]"
-    assert hidden.redact("1, 2, 3, 4, 5") == "…, …, …, …, …"
+    assert hidden.redact("11, 12, 13, 14, 15") == "…, …, …, …, …"
 
 
 def test_outputs_are_redacted_in_place_and_nothing_recorded_changes_nothing():
@@ -77,3 +80,15 @@ def test_the_judge_knows_a_hidden_test_by_nbgraders_marker():
     from autograder.judge.session import HIDDEN_MARKER
 
     assert HIDDEN_MARKER == BEGIN_HIDDEN
+
+
+def test_a_hidden_tests_own_message_loses_short_runs_too():
+    """In the hidden test's own message (``strict``) a hand-written input named in a check goes too, even a
+    short one; positions stay. In the student's later outputs only runs with enough digits count."""
+    hidden = HiddenInputs()
+    hidden.add_arguments([[5, 5, 5, 5], (5, 5), 9])
+    hidden.add_arguments([torch.tensor([3, 0]), 4])
+    name = "merge([5, 5, 5, 5], (5, 5), 9): the int at [3][0] differs; the text [3, 0]; index (5, 5, 5)"
+    assert hidden.redact(name, strict=True) == \
+        "merge([…, …, …, …], (…, …), 9): the int at [3][0] differs; the text […, …]; index (5, 5, 5)"
+    assert hidden.redact(name) == name
