@@ -9,7 +9,11 @@ three), code that raises its argument in its message or prints it during the cal
 arguments and prints and raises them in a cell of its own after the hidden tests, code that modifies its
 list argument in place. Every feedback page is then searched for the inputs as Python, NumPy and PyTorch
 print them: the first values at PyTorch's 4 decimals and at the checks' 6 significant digits, runs of
-the ids, the string."""
+the ids, the string.
+
+The same on a real notebook, 01: an answer whose functions return, print, raise and keep their
+arguments is graded, and its page searched for every value the hidden tests send, recorded in the judge
+(``hidden_values.HiddenInputs``) while the solution notebook runs through it in this process."""
 
 from __future__ import annotations
 
@@ -20,7 +24,10 @@ import torch
 from nbformat.v4 import new_code_cell
 
 from autograder.batch.grading import grade
-from autograder.course import submissions
+from autograder.course import conventions, submissions
+from autograder.course.check import judge_mutants
+from autograder.course.solution_source import load_solution
+from autograder.judge import hidden_values
 from autograder.sandbox.limits import Limits
 from conftest import TEST_SANDBOX
 from fixture_course import answer, make_course
@@ -113,3 +120,73 @@ def test_a_hidden_test_still_says_what_was_checked(graded):
         pages["raises_its_input"]
     assert "double of the ids […, …, …" in pages["identity"], "the test's own words lose only the inputs"
     assert "modified its argument `x` in place (its length changed from 12 to 13)" in pages["modifies_its_list"]
+
+
+KEEP = "SEEN = globals().setdefault('SEEN', [])\n"
+# Notebook 01's answers that try every route: return the input (as a result or as the first value of a
+# scalar), print it, raise it, keep it for the last cell. The model, train and generate keep the solution.
+ECHOES = {
+    "log_softmax": KEEP + "def log_softmax(logits):\n    SEEN.append(logits)\n    print(logits)\n    return logits\n",
+    "cross_entropy": KEEP + "def cross_entropy(logits, targets):\n    raise ValueError(f'{logits} {targets}')\n",
+    "perplexity": KEEP + "def perplexity(log_probs):\n    SEEN.append(log_probs)\n    return log_probs.reshape(-1)[0]\n",
+    "bigram_counts": KEEP + "def bigram_counts(ids, vocab_size):\n    SEEN.append(ids)\n    return ids\n",
+    "bigram_log_probs": KEEP + "def bigram_log_probs(counts, alpha):\n    SEEN.append(counts)\n    return counts.double()\n",
+    "softmax_with_temperature": KEEP + "def softmax_with_temperature(logits, temperature):\n    SEEN.append(logits)\n"
+                                       "    raise RuntimeError(repr(logits.tolist()))\n",
+}
+
+
+def _sent_by_hidden_tests(assignment) -> list:
+    """Every argument notebook ``assignment``'s hidden tests send, recorded in the judge while the solution
+    notebook runs through it (``check``'s harness: this process, no sandbox)."""
+    sent = []
+    record = hidden_values.HiddenInputs.add_arguments
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hidden_values.HiddenInputs, "add_arguments",
+                      lambda self, arguments: (sent.append(arguments), record(self, arguments))[1])
+        judge_mutants(load_solution(assignment), {}, cell_timeout_s=120)
+    return sent
+
+
+def _printed_forms(sent: list) -> set[str]:
+    """How those arguments read when printed: each float tensor's first 4 values that are not round numbers
+    (nor below 0.01), at 4 decimals (PyTorch) and 6 significant digits (the checks' previews); 4 ids in a
+    row with 8 digits."""
+    found = set()
+    for arguments in sent:
+        for value in arguments.values() if isinstance(arguments, dict) else arguments:
+            if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or value.numel() < 4:
+                continue
+            flat = value.detach().reshape(-1)[:64].double().tolist()
+            if value.is_floating_point():
+                rough = [v for v in flat if 0.01 <= abs(v) < 1e6 and round(v, 2) != round(v, 4)][:4]
+                found |= {f"{v:.4f}" for v in rough} | {f"{v:.6g}" for v in rough}
+            else:
+                runs = [", ".join(str(int(v)) for v in flat[i:i + 4]) for i in range(len(flat) - 3)]
+                found |= {run for run in runs if sum(c.isdigit() for c in run) >= 8}
+    return found
+
+
+def test_a_real_notebooks_hidden_inputs_stay_off_the_page(tmp_path):
+    """A printed form that the page of the solution shows too (the release's text, a visible test's output such
+    as ``ln 3 = 1.0986``) is no secret; every other one on the echoing answer's page would be a leak."""
+    assignment = next(a for a in conventions.assignments() if a.name == "01_next_token")
+    forms = _printed_forms(_sent_by_hidden_tests(assignment))
+    echoes = submissions.filled_in(assignment, ECHOES)
+    echoes.cells += [new_code_cell("print(SEEN)"), new_code_cell("raise RuntimeError(repr(SEEN))")]
+    for student, nb in (("echo", echoes), ("solution", submissions.filled_in(assignment))):
+        submissions.write(nb, tmp_path / "submitted" / student / assignment.name / assignment.source_path.name)
+    rows = {row.student_id: row for row in grade(
+        tmp_path / "submitted", tmp_path / "out", workers=2, progress=False,
+        limits=Limits(cell_timeout_s=120, notebook_timeout_s=900, sandbox=TEST_SANDBOX))}
+    page, control = ((tmp_path / "out" / "feedback" / student / assignment.name /
+                      assignment.source_path.with_suffix(".html").name).read_text(encoding="utf-8")
+                     for student in ("echo", "solution"))
+    assert rows["echo"].status == "ok" and page.count("Hidden tests failed") >= 6, rows["echo"].detail
+    assert rows["solution"].score == rows["solution"].max_score, rows["solution"].detail
+    forms = {form for form in forms if form not in control}
+    assert len(forms) > 100, "the search must have something to look for"
+    shown = sorted(form for form in forms if form in page)
+    print(f"{assignment.name}: {len(forms)} printed forms of the hidden tests' inputs searched, {len(shown)} on the page")
+    assert not shown, f"the page shows hidden inputs {shown[:10]}: " + re.sub(
+        r"\s+", " ", page[max(0, page.find(shown[0]) - 300):page.find(shown[0]) + 80])
