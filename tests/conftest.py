@@ -128,6 +128,8 @@ MEASURED_SCOPE_SECONDS = {
     "tests/grader/test_host_memory.py": 35,
     "tests/grader/test_kernel_memory.py": 70,
     "tests/grader/test_sandbox_confinement.py": 25,
+    "tests/grader/test_nothing_left_behind.py": 20,
+    "tests/grader/test_hidden_inputs_stay_hidden.py": 45,
 }
 
 

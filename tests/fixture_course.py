@@ -37,14 +37,16 @@ def _meta(grade_id: str, **flags) -> dict:
     return {"nbgrader": meta}
 
 
-def make_course(root: Path) -> conventions.Assignment:
-    """``root/solutions/01_fixture/fixture.ipynb`` and its student version in ``root/notebooks``."""
+def make_course(root: Path, hidden: tuple[str, ...] = (HIDDEN,)) -> conventions.Assignment:
+    """``root/solutions/01_fixture/fixture.ipynb`` and its student version in ``root/notebooks``; ``hidden``:
+    the hidden test cells (``test_double_hidden``, then ``test_double_hidden_2``, ...; 2 points each)."""
     nb = new_notebook(cells=[
         new_markdown_cell("# Fixture"),
         new_code_cell("", metadata=_meta("setup")),
         new_code_cell(SOLUTION, metadata=_meta("double", solution=True, locked=False)),
         new_code_cell(VISIBLE, metadata=_meta("test_double", grade=True, points=1)),
-        new_code_cell(HIDDEN, metadata=_meta("test_double_hidden", grade=True, points=2)),
+        *[new_code_cell(source, metadata=_meta("test_double_hidden" + (f"_{i + 1}" if i else ""), grade=True, points=2))
+          for i, source in enumerate(hidden)],
     ], metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
                  "language_info": {"name": "python"}})
     source = root / "solutions" / "01_fixture" / "fixture.ipynb"   # derived from fixture.py by the build

@@ -4,6 +4,10 @@ Every helper raises ``AssertionError`` with a message that says what was expecte
 and (when the caller gives one) a hint. Tests in the notebooks use these instead of bare ``assert``
 so that a student sees *why* a check failed.
 
+Within ``values_withheld()`` (the judge runs every hidden test so) a message shows no value at all: only
+kinds, shapes, dtypes, counts, where the first mismatch is and how large the error is. A hidden test's
+inputs must stay hidden, and a result's values can show them (an identity-like function's do).
+
 The helpers check the *kind* of a result before its values: a tensor must be exactly a
 ``torch.Tensor`` (not a subclass that could redefine comparison), with the expected dtype family,
 device and shape. The comparison functions are bound when this module is imported, so rebinding
@@ -13,6 +17,8 @@ device and shape. The comparison functions are bound when this module is importe
 from __future__ import annotations
 
 import builtins as _builtins
+import contextlib
+import contextvars
 import math
 from typing import Any, Callable, Sequence
 
@@ -49,6 +55,28 @@ _numpy_generic = np.generic
 _isnan = math.isnan
 _isinf = math.isinf
 _torch_bool = torch.bool
+
+
+# Whether failure messages may show values (see ``values_withheld``). A context variable: this module
+# refuses assignments, and the judge's hidden tests are the only ones that set it.
+_VALUES_SHOWN = contextvars.ContextVar("course_check_values_shown", default=True)
+
+
+@contextlib.contextmanager
+def values_withheld():
+    """Within the block, failure messages show no values: kinds, shapes, dtypes, counts, where the first
+    mismatch is and how large the error is (two significant digits), never a value compared. The judge
+    runs hidden tests so: their inputs stay hidden, and a result can show its input."""
+    token = _VALUES_SHOWN.set(False)
+    try:
+        yield
+    finally:
+        _VALUES_SHOWN.reset(token)
+
+
+def values_shown() -> bool:
+    """False within ``values_withheld()``."""
+    return _VALUES_SHOWN.get()
 
 
 class CheckFailure(AssertionError):
@@ -263,6 +291,9 @@ def assert_close(
     expected_value = float(expected)
     actual_value = _to_float(actual, name=name, hint=hint)
     if not _scalar_close(actual_value, expected_value, atol, rtol):
+        if not values_shown():
+            _fail(name, f"the number differs from the expected one ({_error_size(actual_value, expected_value)}, "
+                        f"tolerance {atol + rtol * abs(expected_value):.2g}).", hint)
         shown_actual, shown_expected = _pair(actual_value, expected_value)
         _fail(
             name,
@@ -321,9 +352,12 @@ def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, at
         return
     finite = [abs(float(actual[i]) - float(expected[i])) for i in bad
               if not (_isnan(float(actual[i])) or _isinf(float(actual[i])) or _isinf(float(expected[i])))]
-    worst = f"{max(finite):.3g}" if finite else "not finite"
+    worst = f"{max(finite):.{3 if values_shown() else 2}g}" if finite else "not finite"
     first = bad[0]
     got, want = float(actual[first]), float(expected[first])
+    if not values_shown():
+        _fail(name, f"{len(bad)} of {len(expected)} values differ (largest difference {worst}, atol={atol:g}, "
+                    f"rtol={rtol:g}). First mismatch at index {_unravel(first, shape)}.", hint)
     _fail(
         name,
         f"{len(bad)} of {len(expected)} values differ (largest difference {worst}, atol={atol:g}, rtol={rtol:g}). "
@@ -334,6 +368,26 @@ def _compare_values(actual: list, expected: list, shape: tuple, *, name: str, at
     )
 
 
+def _error_size(got: float, want: float) -> str:
+    """How far ``got`` is from ``want``, in two significant digits, without either value."""
+    __tracebackhide__ = True
+    if _isnan(got) or _isnan(want) or _isinf(got) or _isinf(want):
+        return "a NaN or an infinity where the other is not" if got != want else "equal"
+    return f"difference {abs(got - want):.2g}"
+
+
+def _how_far(actual: Any, expected: Any) -> str:
+    """How two plain scalars of one type differ, without their values: a number's difference, where a
+    text first differs and the lengths."""
+    __tracebackhide__ = True
+    if type(expected) in (int, float):
+        return f" ({_error_size(float(actual), float(expected))})"
+    if type(expected) in (str, bytes):
+        first = next((i for i, (a, e) in enumerate(zip(actual, expected)) if a != e), min(len(actual), len(expected)))
+        return f" (from position {first} on; length {len(actual)}, expected {len(expected)})"
+    return ""
+
+
 def assert_equal(actual: Any, expected: Any, *, name: str, hint: str | None = None) -> None:
     """Check exact equality for plain data (ints, strings, lists, tuples, dicts, sets).
 
@@ -342,6 +396,8 @@ def assert_equal(actual: Any, expected: Any, *, name: str, hint: str | None = No
     """
     __tracebackhide__ = True
     problem = _plain_difference(actual, expected, path="")
+    if problem and not values_shown():
+        _fail(name, problem, hint)
     if problem:
         start = _first_differing_item(actual, expected)
         _fail(name, f"{problem}\nexpected: {_short_from(expected, start)}\ngot:      {_short_from(actual, start)}", hint)
@@ -379,6 +435,8 @@ def _plain_difference(actual: Any, expected: Any, path: str) -> str | None:
     kind = type(expected)
     if kind in _PLAIN_SCALARS:
         if not (actual == expected):
+            if not values_shown():
+                return f"the {kind.__name__}{where} differs from the expected one{_how_far(actual, expected)}."
             return f"expected {_short(expected, 80)}{where}, got {_short(actual, 80)}."
         return None
     if kind in (list, tuple):
@@ -392,14 +450,20 @@ def _plain_difference(actual: Any, expected: Any, path: str) -> str | None:
     if kind is dict:
         missing = [k for k in expected if k not in actual]
         extra = [k for k in actual if k not in expected]
+        if (missing or extra) and not values_shown():
+            return f"keys differ{where}: {len(missing)} missing, {len(extra)} unexpected."
         if missing or extra:
             return f"keys differ{where}: missing {_short(missing, 120)}, unexpected {_short(extra, 120)}."
-        for key in expected:
-            problem = _plain_difference(actual[key], expected[key], f"{path}[{key!r}]")
+        for position, key in enumerate(expected):
+            step = f"[{key!r}]" if values_shown() else f"[key {position + 1} of {len(expected)}]"
+            problem = _plain_difference(actual[key], expected[key], path + step)
             if problem:
                 return problem
         return None
     if kind in (set, frozenset):
+        if set(actual) != set(expected) and not values_shown():
+            return (f"sets differ{where}: {len(set(expected) - set(actual))} missing, "
+                    f"{len(set(actual) - set(expected))} unexpected.")
         if set(actual) != set(expected):
             return f"sets differ{where}: missing {_short(sorted(set(expected) - set(actual), key=repr), 120)}, unexpected {_short(sorted(set(actual) - set(expected), key=repr), 120)}."
         return None
@@ -422,7 +486,8 @@ def assert_raises(
         return error
     except Exception as error:  # a different error is a failure with a clear message
         wanted = expected_error.__name__ if isinstance(expected_error, type) else " or ".join(e.__name__ for e in expected_error)
-        _fail(name, f"expected {wanted}, but it raised {type(error).__name__}: {error}", hint)
+        said = f": {error}" if values_shown() else ""
+        _fail(name, f"expected {wanted}, but it raised {type(error).__name__}{said}", hint)
     wanted = expected_error.__name__ if isinstance(expected_error, type) else " or ".join(e.__name__ for e in expected_error)
     _fail(name, f"expected {wanted} to be raised, but the call returned normally.", hint)
     raise AssertionError  # unreachable
@@ -454,7 +519,15 @@ def assert_kept_on_meta(report: Any, *, name: str, hint: str | None = None, valu
         raise TypeError(f"assert_kept_on_meta takes the dict a utils.meta_device probe returns, not {type(report).__name__}")
     outcome = report.get("outcome")
     if not ((outcome == "needs values" and values_may_be_read) or (outcome == "device" and report.get("device") == "meta")):
-        _fail(name, f"with its tensors on the meta device, the call gave {_short(report)}.", hint)
+        seen = _short(report) if values_shown() else _plain_words(report.get("outcome"), report.get("device"))
+        _fail(name, f"with its tensors on the meta device, the call gave {seen}.", hint)
+
+
+def _plain_words(*words: Any) -> str:
+    """Words of a report the student's process made, shown only where they are plain short words."""
+    __tracebackhide__ = True
+    shown = [w for w in words if type(w) is str and len(w) <= 20 and w.replace(" ", "").isalpha()]
+    return "the outcome " + " on ".join(repr(w) for w in shown) if shown else "an outcome the grader does not show"
 
 
 class _ReadOnlyModule(type(_builtins)):

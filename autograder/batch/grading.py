@@ -307,21 +307,23 @@ def _run_all(jobs: list[Job], limits: Limits, workers: int, progress: bool, fini
     from tqdm.auto import tqdm
 
     ahead = JudgesAhead(RunnerSpec(limits, list(jobs[0].judge_job.hide)), len(jobs), max(1, workers) if ahead_on else 0)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(_judge_one, job, limits, ahead): job for job in jobs}
-        bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
-        try:
-            for future in as_completed(futures):
-                try:
-                    job = future.result()
-                except BaseException as error:  # noqa: BLE001 - the thread itself failed
-                    job = futures[future]
-                    job.result = JudgeResult.failed(f"the judge did not run: {type(error).__name__}")
-                finish(job)
-                bar.update(1)
-        finally:
-            ahead.close()
-            bar.close()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = {pool.submit(_judge_one, job, limits, ahead): job for job in jobs}
+            bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress, file=sys.stderr)
+            try:
+                for future in as_completed(futures):
+                    try:
+                        job = future.result()
+                    except BaseException as error:  # noqa: BLE001 - the thread itself failed
+                        job = futures[future]
+                        job.result = JudgeResult.failed(f"the judge did not run: {type(error).__name__}")
+                    finish(job)
+                    bar.update(1)
+            finally:
+                bar.close()
+    finally:
+        ahead.close()   # once every judge handed out has ended: the batch's temporary folder goes too
 
 
 def _judge_one(job: Job, limits: Limits, ahead: JudgesAhead) -> Job:

@@ -16,13 +16,19 @@ from .outputs import error_output
 from .session import NOT_RUN, AttachedSession, CellOutcome
 from .transport import Connection
 from .notebook import judge_notebook
-from .workspace import Workspace
+from .workspace import Workspace, own_temporary_folder
 from . import fork_server
 
 
 def main(ahead: bool = False) -> int:
     """One job on standard input, its sealed result on standard output. ``ahead`` (``--ahead``): a
-    ``RunnerSpec`` line comes first, and the runner starts before the job is read."""
+    ``RunnerSpec`` line comes first, and the runner starts before the job is read. Everything it makes on
+    disk lies in its own temporary folder, removed however this returns or raises."""
+    with own_temporary_folder():
+        return _judge_one_job(ahead)
+
+
+def _judge_one_job(ahead: bool) -> int:
     processes.become_subreaper()
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything printed by accident goes to the log, not into the result

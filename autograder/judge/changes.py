@@ -4,6 +4,10 @@ A student's function must leave its arguments as they were (unless the exercise 
 The runner compares each by-value argument after the call with what arrived and lists the parts that
 differ (``kernel_agent.changed_arguments``); nothing in that list is believed here: each entry only
 points at a part of an argument, and only a real difference from the judge's own copy counts.
+
+In a hidden test (``utils.checks.values_withheld()``) the message names no value the argument held: a
+dict's key is named by its position, a changed number or string is only said to have changed, added or
+removed keys are counted.
 """
 
 from __future__ import annotations
@@ -94,7 +98,7 @@ def _step_into(node, step: int):
     """(the part at ``step``, its subscript text) of a dict or sequence; (node, None) for anything else."""
     if isinstance(node, dict):
         key = list(node.keys())[step]
-        return node[key], f"[{_short(key)}]"
+        return node[key], f"[{_short(key)}]" if _values_shown() else f"[key {step + 1} of {len(node)}]"
     if isinstance(node, (list, tuple)):
         return node[step], f"[{step}]"
     return node, None
@@ -130,7 +134,9 @@ def _what_changed(before, after) -> str | None:
         same = wire.encode(before) == wire.encode(after)
     except Exception:  # noqa: BLE001 - values that cannot be compared count as changed
         same = False
-    return None if same else f"{_short(before)} became {_short(after)}"
+    if same:
+        return None
+    return f"{_short(before)} became {_short(after)}" if _values_shown() else "its value changed"
 
 
 def _array_changed(before, after) -> str | None:
@@ -187,7 +193,15 @@ def _nan(values):
     return np.isnan(values) if values.dtype.kind in "fc" else np.zeros(values.shape, dtype=bool)
 
 
+def _values_shown() -> bool:
+    from utils.checks import values_shown
+
+    return values_shown()
+
+
 def _keys(keys: list) -> str:
+    if not _values_shown():
+        return "not shown in a hidden test"
     return ", ".join(_short(k) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
 
 

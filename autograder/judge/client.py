@@ -1,6 +1,11 @@
 """The grader's side of a judge: start one (``python -m autograder.judge``), send it its job, read
 and verify its sealed reply (``run_judge``); and judges started one notebook ahead (``JudgesAhead``),
 so that the next runner's start (a sandbox, Python, PyTorch) overlaps the notebook being graded.
+
+Each judge gets a temporary folder of its own, made here before it starts (``TEMP_FOLDER_VARIABLE``) and
+removed here after it has ended, however it ended (``ended``): a judge killed for the notebook's time limit,
+or by anyone's SIGKILL, cannot remove its workspace itself. A batch's judges have theirs inside the batch's
+folder (``JudgesAhead``), removed when the batch is done.
 """
 
 from __future__ import annotations
@@ -8,14 +13,16 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
 
 from .fork_server import ForkedJudge, ForkServer
-from .protocol import JudgeJob, JudgeResult, ProtocolError, RunnerSpec, Status, unseal
+from .protocol import TEMP_FOLDER_VARIABLE, JudgeJob, JudgeResult, ProtocolError, RunnerSpec, Status, unseal
 from ..sandbox.limits import Limits
 from ..sandbox.processes import kill_group
 from ..sandbox.confinement import with_course_on_path
@@ -24,13 +31,21 @@ from ..course.text import valid_unicode
 MAX_JUDGE_RESULT_BYTES = 64 * 1024 * 1024       # a judge's reply (its outputs are capped at 4 MB; this is a backstop)
 
 
-def start_judge(spec: RunnerSpec | None = None, server: ForkServer | None = None) -> subprocess.Popen | ForkedJudge:
+def start_judge(spec: RunnerSpec | None = None, server: ForkServer | None = None,
+                parent: str | None = None) -> subprocess.Popen | ForkedJudge:
     """A judge process waiting for its job; with ``spec``, one that starts its runner now (``--ahead``);
-    forked by ``server`` when there is one and it answers, else a process of its own."""
-    process = _forked(server, ahead=spec is not None) or subprocess.Popen(
-        [sys.executable, "-m", "autograder.judge"] + (["--ahead"] if spec else []),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True, env=with_course_on_path(dict(os.environ)))
+    forked by ``server`` when there is one and it answers, else a process of its own. Its temporary
+    folder is made in ``parent`` (default: the system's) and removed by ``ended``."""
+    folder = tempfile.mkdtemp(prefix="course-judge-", dir=parent)
+    try:
+        process = _forked(server, spec is not None, folder) or subprocess.Popen(
+            [sys.executable, "-m", "autograder.judge"] + (["--ahead"] if spec else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True, env=dict(with_course_on_path(dict(os.environ)), **{TEMP_FOLDER_VARIABLE: folder}))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    process.temporary_folder = folder
     if spec is not None:
         try:
             process.stdin.write(spec.to_line())   # one short line: the pipe takes it without blocking
@@ -41,13 +56,20 @@ def start_judge(spec: RunnerSpec | None = None, server: ForkServer | None = None
 
 
 
-def _forked(server: ForkServer | None, ahead: bool) -> ForkedJudge | None:
+def _forked(server: ForkServer | None, ahead: bool, folder: str) -> ForkedJudge | None:
     if server is None:
         return None
     try:
-        return server.start(ahead)
+        return server.start(ahead, folder)
     except OSError:
         return None     # the server is gone: a process of its own
+
+
+def ended(judge) -> None:
+    """After ``judge`` has ended (or was killed): remove its temporary folder, whatever it left there."""
+    folder = getattr(judge, "temporary_folder", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_judge(job: JudgeJob, limits: Limits, judge: subprocess.Popen | None = None) -> JudgeResult:
@@ -73,6 +95,7 @@ def run_judge(job: JudgeJob, limits: Limits, judge: subprocess.Popen | None = No
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             kill_group(process)
+        ended(process)
     return reply if isinstance(reply, JudgeResult) else verify_result(reply, key)
 
 
@@ -119,7 +142,9 @@ class JudgesAhead:
 
     ``take()`` gives a waiting judge (or None: start one with the job) and starts the next one, so
     while a worker grades a notebook the judge and runner of its next one are starting. ``close()``
-    stops those never used. Starting one may fail (no processes left): the job then starts its own.
+    stops those never used and removes the batch's temporary folder (``folder``, where each judge started
+    here has its own): call it once the judges handed out have ended. Starting one may fail (no processes
+    left): the job then starts its own.
     For more than one job the judges are forked from one ``ForkServer`` (PyTorch imported once).
     """
 
@@ -127,21 +152,22 @@ class JudgesAhead:
         self.spec, self.left, self.count = spec, jobs, count
         self.waiting: deque = deque()
         self.lock = threading.Lock()
-        self.server = self._fork_server() if count > 0 and jobs > 1 else None
+        self.folder = tempfile.mkdtemp(prefix="course-batch-")   # the judges' temporary folders, and the server's
+        self.server = self._fork_server(self.folder) if count > 0 and jobs > 1 else None
         with self.lock:
             self._fill()
 
     @staticmethod
-    def _fork_server() -> ForkServer | None:
+    def _fork_server(folder: str) -> ForkServer | None:
         try:
-            return ForkServer()
+            return ForkServer(folder)
         except OSError:
             return None      # every judge then starts as a process of its own
 
     def _fill(self) -> None:
         while len(self.waiting) < min(self.count, self.left):
             try:
-                self.waiting.append(start_judge(self.spec, self.server))
+                self.waiting.append(start_judge(self.spec, self.server, self.folder))
             except OSError:
                 return
 
@@ -159,6 +185,7 @@ class JudgesAhead:
             if self.server is not None:
                 self.server.close()
                 self.server = None
+            shutil.rmtree(self.folder, ignore_errors=True)   # what a judge or the server left, past every judge's end
 
 
 def discard(judge: subprocess.Popen | None) -> None:
@@ -174,3 +201,4 @@ def discard(judge: subprocess.Popen | None) -> None:
         judge.wait(timeout=10)
     except subprocess.TimeoutExpired:
         kill_group(judge)
+    ended(judge)

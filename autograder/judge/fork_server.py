@@ -5,8 +5,9 @@ of what a fresh judge costs before it judges anything. ``ForkServer`` starts one
 (``python -m autograder.judge --fork-server``) that imports what a judge imports and then waits; each
 ``start`` sends it a pipe pair (``socket.send_fds``) and it forks a child that becomes a judge exactly as
 ``python -m autograder.judge`` would be: its own session, the pipes as its standard input and output, its
-standard error discarded, random generators seeded afresh. The server never runs student code, nor does the
-child before it is a judge; the socket is the grader's alone (a ``socketpair``, not a path on disk).
+standard error discarded, random generators seeded afresh, the temporary folder the grader made for it as its
+own (``workspace.own_temporary_folder``, named in the request). The server never runs student code, nor does
+the child before it is a judge; the socket is the grader's alone (a ``socketpair``, not a path on disk).
 
 ``ForkedJudge`` is what ``subprocess.Popen`` gave the grader (``pid``, ``stdin``, ``stdout``, ``wait``,
 ``poll``): the child is the server's, so its end is watched through a pidfd. If the server cannot start or
@@ -23,6 +24,7 @@ import sys
 import threading
 
 from ..sandbox.confinement import with_course_on_path
+from .protocol import TEMP_FOLDER_VARIABLE
 
 FLAG = "--fork-server"
 
@@ -58,27 +60,34 @@ class ForkedJudge:
 class ForkServer:
     """One server process for a batch; ``start`` gives a judge forked from it, ``close`` ends it."""
 
-    def __init__(self):
+    def __init__(self, temporary_folder: str | None = None):
+        """``temporary_folder``: the server's ``TMPDIR`` (the batch's folder), so that anything it or a judge
+        makes outside the judge's own folder still lies where the batch removes it."""
         if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
             raise OSError("judges are forked only on Linux 5.3 and later (pidfd_open)")
         os.close(os.pidfd_open(os.getpid()))      # an older kernel (or a seccomp filter) refuses it: OSError
         ours, theirs = socket.socketpair()
         self._socket, self._lock = ours, threading.Lock()
+        env = with_course_on_path(dict(os.environ))
+        if temporary_folder:
+            env["TMPDIR"] = temporary_folder
         try:
             self._process = subprocess.Popen([sys.executable, "-m", "autograder.judge", FLAG, str(theirs.fileno())],
                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.DEVNULL, pass_fds=[theirs.fileno()],
-                                             start_new_session=True, env=with_course_on_path(dict(os.environ)))
+                                             start_new_session=True, env=env)
         finally:
             theirs.close()
 
-    def start(self, ahead: bool = False) -> ForkedJudge:
-        """A judge forked now; ``ahead``: one that reads a runner spec line first (``--ahead``)."""
+    def start(self, ahead: bool = False, temporary_folder: str = "") -> ForkedJudge:
+        """A judge forked now; ``ahead``: one that reads a runner spec line first (``--ahead``);
+        ``temporary_folder``: the judge's own (``workspace.own_temporary_folder``), else it makes one."""
         judge_in, to_judge = os.pipe()
         from_judge, judge_out = os.pipe()
+        request = (b"A" if ahead else b"J") + os.fsencode(temporary_folder) + b"\n"
         try:
             with self._lock:
-                socket.send_fds(self._socket, [b"A" if ahead else b"J"], [judge_in, judge_out])
+                socket.send_fds(self._socket, [request], [judge_in, judge_out])
                 pid = int(self._read_line())
             pidfd = os.pidfd_open(pid)
         except (OSError, ValueError) as error:
@@ -118,25 +127,40 @@ def serve(fd: int, main) -> int:
     channel = socket.socket(fileno=fd)
     while True:
         _reap(os.WNOHANG)
-        try:
-            message, fds, _, _ = socket.recv_fds(channel, 1, 2)
-        except OSError:
-            message, fds = b"", []
+        message, fds = _request(channel)
         if not message or len(fds) != 2:
             _reap(0)        # the grader is done: its judges have ended or are ending
             return 0
         pid = os.fork()
         if pid == 0:
-            _become_judge(channel, fds, ahead=message == b"A", main=main)
+            _become_judge(channel, fds, ahead=message[:1] == b"A", main=main, folder=os.fsdecode(message[1:-1]))
         for descriptor in fds:
             os.close(descriptor)
         channel.sendall(b"%d\n" % pid)
 
 
-def _become_judge(channel: socket.socket, fds: list[int], *, ahead: bool, main) -> None:
-    """In the forked child: what ``python -m autograder.judge`` would be; never returns."""
+def _request(channel: socket.socket) -> tuple[bytes, list[int]]:
+    """One request: ``A`` (ahead) or ``J``, the judge's temporary folder, a newline; and its two pipe ends.
+    Nothing (``b""``) when the grader has closed the socket."""
+    try:
+        message, fds, _, _ = socket.recv_fds(channel, 4096, 2)
+        while message and not message.endswith(b"\n") and len(message) < 8192:
+            more = channel.recv(4096)
+            if not more:
+                break
+            message += more
+    except OSError:
+        return b"", []
+    return (message, fds) if message.endswith(b"\n") else (b"", fds)
+
+
+def _become_judge(channel: socket.socket, fds: list[int], *, ahead: bool, main, folder: str) -> None:
+    """In the forked child: what ``python -m autograder.judge`` would be, with ``folder`` (if any) as its
+    own temporary folder, removed by ``main`` before the ``os._exit``; never returns."""
     code = 1
     try:
+        if folder:
+            os.environ[TEMP_FOLDER_VARIABLE] = folder
         channel.close()
         os.setsid()
         os.dup2(fds[0], 0)

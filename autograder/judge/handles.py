@@ -14,6 +14,7 @@ import contextlib
 from typing import Protocol
 
 from . import wire
+from .hidden_values import withheld
 from .protocol import MAX_ERROR_MESSAGE_CHARS
 
 
@@ -103,7 +104,8 @@ class Probes:
 
 
 def exception_from(error: dict, label: str) -> BaseException:
-    """Rebuild a student exception for the test: the same built-in type, or ``StudentCodeError``."""
+    """Rebuild a student exception for the test: the same built-in type, or ``StudentCodeError``. Its
+    ``withheld`` attribute is what a hidden test shows of it (``hidden_values.withheld``: no message)."""
     if type(error) is not dict:
         return StudentCodeError(f"{label} failed")
     name = str(error.get("type", "Error"))[:100]
@@ -111,11 +113,14 @@ def exception_from(error: dict, label: str) -> BaseException:
     where = [str(w)[:200] for w in error.get("where", [])[:3]] if type(error.get("where")) is list else []
     text = message + (f"\n(raised in your code: {where[-1]})" if where else "")
     kind = getattr(builtins, name, None)
+    rebuilt = None
     if isinstance(kind, type) and issubclass(kind, Exception) and kind.__module__ == "builtins":
         try:
-            return kind(text)
+            rebuilt = kind(text)
         except Exception:  # noqa: BLE001 - a built-in whose constructor wants other arguments
             pass
-    return StudentCodeError(f"{name}: {text}")
+    rebuilt = rebuilt if rebuilt is not None else StudentCodeError(f"{name}: {text}")
+    rebuilt.withheld = withheld(label, name, where)
+    return rebuilt
 
 

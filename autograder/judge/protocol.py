@@ -178,6 +178,11 @@ class CellResult:
 # overlapped with another notebook); the other timings add up to the time the job itself took.
 AHEAD_PREFIX = "ahead: "
 
+# The environment variable naming a judge's own temporary folder, which the grader makes before the judge
+# starts and removes after it ends (``judge.workspace.own_temporary_folder``); a forked judge gets it in
+# its request to the fork server.
+TEMP_FOLDER_VARIABLE = "COURSE_JUDGE_TMPDIR"
+
 
 @dataclass
 class JudgeResult:

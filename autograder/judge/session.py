@@ -21,9 +21,11 @@ from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_C
                         MAX_TEST_MESSAGE_CHARS, Status)
 from .changes import argument_returned, changed_inputs, global_rng_used
 from .handles import Handle, Probes, StudentCodeError, exception_from
+from .hidden_values import HiddenInputs
 from .outputs import error_output, image_output, is_base64, stream_output
 from .transport import Connection, RunnerGone
 
+HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"   # nbgrader's marker (course.conventions.BEGIN_HIDDEN)
 MAX_RESTARTS = 6
 STARTUP_TIMEOUT_S = 120
 NOT_RUN = "NotRun"
@@ -63,6 +65,8 @@ class Session:
         self.call_limit: tuple[float, str] | None = None
         self.trouble: str | None = None
         self.untrusted_reports = ""   # why the runner's reports of unchanged inputs cannot be believed
+        self.hidden_inputs = HiddenInputs()   # what hidden tests sent: hidden in every output after them
+        self.in_hidden_test = False
 
     # -- the runner's life ---------------------------------------------------------------------
     def start(self) -> None:
@@ -114,7 +118,12 @@ class Session:
 
     # -- student cells -------------------------------------------------------------------------
     def run_cell(self, source: str, *, keep: bool = True, limit_s: float | None = None) -> CellOutcome:
-        """Run a cell in the runner; its outputs, and the trouble (if any) that should set the status."""
+        """Run a cell in the runner; its outputs, and the trouble (if any) that should set the status.
+        Values a hidden test sent before are hidden in them (``hidden_values``): the student's code may
+        have kept them to print now."""
+        return _redacted(self._run_cell(source, keep, limit_s), self.hidden_inputs)
+
+    def _run_cell(self, source: str, keep: bool, limit_s: float | None) -> CellOutcome:
         limit_s = limit_s or self.limits.cell_timeout_s
         try:
             if not self.alive():
@@ -140,6 +149,8 @@ class Session:
 
     # -- calls from test cells -----------------------------------------------------------------
     def send(self, value):
+        if self.in_hidden_test:
+            self.hidden_inputs.add_arguments(value)
         try:
             return wire.encode(value)
         except wire.WireError as error:
@@ -163,6 +174,8 @@ class Session:
             raise _check_failure(f"{what}: did not finish within {limit:g} s, so the grader stopped it.\n{TIMEOUT_HINT}")
         if type(error) is dict and is_memory_error(str(error.get("type")), str(error.get("message"))):
             self.trouble = self.trouble or Status.MEMORY_LIMIT
+        if self.in_hidden_test and type(error) is dict:
+            self.hidden_inputs.add_text(str(error.get("message", ""))[:MAX_ERROR_MESSAGE_CHARS])
         raise exception_from(error, label)
 
     def _request(self, message: dict, limit: float, what: str) -> dict:
@@ -183,7 +196,9 @@ class Session:
         try:
             value = wire_decode.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
         except (wire.WireError, RecursionError, TypeError, ValueError) as error:
-            raise StudentCodeError(f"{label} returned something the grader cannot read: {error}") from None
+            unreadable = StudentCodeError(f"{label} returned something the grader cannot read: {error}")
+            unreadable.withheld = f"{label} returned something the grader cannot read."
+            raise unreadable from None
         if sent is not None and reply.get("global_rng"):
             raise _check_failure(global_rng_used(label, reply.get("global_rng")))
         if sent is not None and reply.get("returned_argument"):
@@ -196,7 +211,22 @@ class Session:
 
     # -- test cells ----------------------------------------------------------------------------
     def run_test_cell(self, source: str, grade_id: str) -> CellOutcome:
-        """Run a graded test cell here, in the judge, with the exercise names bound to handles."""
+        """Run a graded test cell here, in the judge, with the exercise names bound to handles. A hidden
+        test (``### BEGIN HIDDEN TESTS``) shows no input values (``hidden_values``): its checks run with
+        ``checks.values_withheld()``, what the student's code raised is shown without its message, what it
+        sends is recorded and hidden in its message and in every output after it."""
+        from utils import checks
+
+        hidden = HIDDEN_MARKER in source
+        self.in_hidden_test = hidden
+        try:
+            with checks.values_withheld() if hidden else contextlib.nullcontext():
+                outcome = self._run_test_cell(source, grade_id, hidden)
+        finally:
+            self.in_hidden_test = False
+        return _redacted(outcome, self.hidden_inputs, strict=hidden)
+
+    def _run_test_cell(self, source: str, grade_id: str, hidden: bool) -> CellOutcome:
         import torch
 
         from utils import probes
@@ -218,15 +248,26 @@ class Session:
             outcome.trouble, outcome.message = gone.status, str(gone)
             return outcome
         except BaseException as error:  # noqa: BLE001 - any failure of a test is that test's verdict
+            text = getattr(error, "withheld", None) if hidden else None
+            text = text if isinstance(text, str) else str(error)
             outcome.outputs += _printed(printed)
-            outcome.outputs.append(error_output(type(error).__name__, str(error)[:MAX_TEST_MESSAGE_CHARS]))
+            outcome.outputs.append(error_output(type(error).__name__, text[:MAX_TEST_MESSAGE_CHARS]))
             if self.trouble:
-                outcome.trouble, outcome.message = self.trouble, f"{grade_id}: {str(error).splitlines()[0][:150]}"
+                outcome.trouble, outcome.message = self.trouble, f"{grade_id}: {(text.splitlines() or [''])[0][:150]}"
             return outcome
         finally:
             probes._judge = None
         outcome.outputs += _printed(printed)
         return outcome
+
+
+def _redacted(outcome: CellOutcome, hidden: HiddenInputs, strict: bool = False) -> CellOutcome:
+    """``outcome`` with the values hidden tests sent so far hidden in its outputs and message (``strict``: a
+    hidden test's own, see ``hidden_values``)."""
+    if hidden:
+        hidden.redact_outputs(outcome.outputs, strict)
+        outcome.message = hidden.redact(outcome.message, strict)
+    return outcome
 
 
 def untrusted_message(label: str, reasons: str) -> str:
@@ -266,6 +307,8 @@ class AttachedSession(Session):
         self.trouble = None
         self.gone = False
         self.untrusted_reports = ""
+        self.hidden_inputs = HiddenInputs()
+        self.in_hidden_test = False
 
     def alive(self) -> bool:
         return not self.gone

@@ -7,21 +7,44 @@ with the previous notebook: Python, PyTorch and the sandbox then start on an idl
 the next notebook's clock. When the job arrives, the submission's files are copied into the scratch
 folder and the runner copies them in (its ``enter`` request) before any of the student's code runs.
 A runner still serves one notebook only; a job whose limits or hidden paths differ gets a fresh one.
+
+Everything a judge makes on disk lies in its own temporary folder (``own_temporary_folder``: the one the
+grader made for it and named in ``TEMP_FOLDER_VARIABLE``, or one of its own): the workspace, and beside its
+scratch folder the sandbox's made-up ``/etc``. The judge removes it however ``main`` ends (a forked judge
+then ends by ``os._exit``, which runs no ``atexit`` hook and no finaliser); the grader removes it again once
+the judge has ended, which covers a judge killed by a signal (the notebook's time limit, SIGKILL).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from ..sandbox import bubblewrap
 from ..sandbox import processes
-from .protocol import JudgeJob, RunnerSpec
+from .protocol import TEMP_FOLDER_VARIABLE, JudgeJob, RunnerSpec
 from .session import STARTUP_TIMEOUT_S, Session
 from .transport import RunnerGone
 
 START_FAILURES = (RunnerGone, bubblewrap.SandboxUnavailable, OSError)
+
+
+@contextlib.contextmanager
+def own_temporary_folder():
+    """The judge's temporary folder while the block runs (``tempfile`` makes everything there), removed
+    when it ends, returning or raising: the grader's (``TEMP_FOLDER_VARIABLE``), else a new one."""
+    given = os.environ.get(TEMP_FOLDER_VARIABLE, "")
+    folder = given if given and os.path.isdir(given) else tempfile.mkdtemp(prefix="course-judge-")
+    previous, tempfile.tempdir = tempfile.tempdir, folder
+    try:
+        yield Path(folder)
+    finally:
+        tempfile.tempdir = previous
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Workspace:

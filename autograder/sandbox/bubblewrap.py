@@ -106,28 +106,23 @@ def course_package_paths() -> list[Path]:
     return folders
 
 
-_ETC_DIR: Path | None = None
-
-
-def _made_up_etc() -> Path:
-    """A host folder (made once per process) with the sandbox's own ``passwd`` and ``group``: one user,
-    ``student``, with this process's ids, so nothing about the host's accounts is shown."""
-    global _ETC_DIR
-    if _ETC_DIR is None or not _ETC_DIR.is_dir():
-        import atexit
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix="course-sandbox-etc-"))
+def _made_up_etc(scratch: Path) -> Path:
+    """A host folder with the sandbox's own ``passwd`` and ``group``: one user, ``student``, with this
+    process's ids, so nothing about the host's accounts is shown. It lies beside ``scratch``, in the
+    caller's private folder, and goes when that folder goes: a folder of its own, removed at exit, was left
+    in the temporary folder by every judge forked from one server (they end by ``os._exit``, 157 after one
+    batch). Written once, read by every runner started on the same scratch folder."""
+    folder = scratch.parent / f".{scratch.name}-etc"
+    if not (folder / "group").is_file():
         uid, gid = os.getuid(), os.getgid()
+        folder.mkdir(mode=0o755, exist_ok=True)
         (folder / "passwd").write_text(f"student:x:{uid}:{gid}:student:{INSIDE_WORK}:/usr/sbin/nologin\n"
                                        + ("" if uid == 65534 else "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n"))
         (folder / "group").write_text(f"student:x:{gid}:\n" + ("" if gid == 65534 else "nogroup:x:65534:\n"))
-        atexit.register(shutil.rmtree, folder, True)
-        _ETC_DIR = folder
-    return _ETC_DIR
+    return folder
 
 
-def _root_entries() -> list[str]:
+def _root_entries(scratch: Path) -> list[str]:
     """``/usr`` and the top-level folders of the host's system (``/bin``, ``/lib*``, ``/sbin``): links
     stay links (a merged ``/usr``), folders are bound read-only."""
     args = ["--ro-bind", "/usr", "/usr"]
@@ -144,20 +139,22 @@ def _root_entries() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.exists():
             args += ["--ro-bind", str(path), str(path)]
-    made_up = _made_up_etc()
+    made_up = _made_up_etc(scratch)
     args += ["--ro-bind", str(made_up / "passwd"), "/etc/passwd", "--ro-bind", str(made_up / "group"), "/etc/group"]
     return args
 
 
 def bwrap_prefix(scratch: Path, hide: list[Path]) -> list[str]:
-    """bubblewrap's arguments: a minimal root, read-only, built from nothing (see the module docstring)."""
+    """bubblewrap's arguments: a minimal root, read-only, built from nothing (see the module docstring).
+    ``scratch`` is bound read-only at ``INSIDE_SEED``; its parent must be a private folder the caller
+    removes: the made-up ``/etc`` is written there."""
     sized = bwrap_sizes_tmpfs()
 
     def tmpfs(path: str, size: int) -> list[str]:
         return (["--size", str(size)] if sized else []) + ["--tmpfs", path]
 
     args = ["bwrap", "--unshare-user", "--cap-drop", "ALL", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--die-with-parent", "--new-session", *_root_entries(),
+            "--unshare-uts", "--die-with-parent", "--new-session", *_root_entries(scratch),
             "--dev", "/dev", *tmpfs("/dev/shm", SANDBOX_SHM_BYTES), "--proc", "/proc",
             # /tmp is private and memory-backed, capped so that writing files cannot exhaust the memory
             # (the address-space limit does not count tmpfs pages).

@@ -108,7 +108,8 @@ def check_runner_starts(limits: Limits, hide: list[Path],
     except cgroups.CgroupUnavailable as error:
         raise RunnerCannotStart(f"no sandbox can be bounded here, so nothing was graded: {error}") from error
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
-        scratch = Path(tmp)
+        scratch = Path(tmp) / "work"     # the sandbox's made-up /etc goes beside it, inside tmp
+        scratch.mkdir()
         command, env = _sandboxed(command, scratch, limits, hide)
         try:
             completed = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=120,

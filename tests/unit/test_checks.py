@@ -195,3 +195,39 @@ def test_assert_kept_on_meta_passes_a_meta_result_and_values_read_and_fails_the_
     with pytest.raises(checks.CheckFailure, match="needs values"):
         checks.assert_kept_on_meta({"outcome": "needs values", "error": "copy out of meta"}, name="a rearrangement",
                                    values_may_be_read=False)
+
+
+def _message(check, *args, **kwargs) -> str:
+    with pytest.raises(checks.CheckFailure) as failed:
+        check(*args, **kwargs)
+    return str(failed.value)
+
+
+def test_within_values_withheld_a_message_shows_no_value():
+    """Issue 47: a hidden test's messages (the judge runs them within ``values_withheld``) say what differs, where
+    and by how much, never a value: a result can be its input (an identity-like answer)."""
+    x = torch.tensor([[0.4963, 0.7682, 0.0885], [0.1320, 0.3074, 0.6341]])
+    with checks.values_withheld():
+        assert not checks.values_shown()
+        messages = [
+            _message(checks.assert_close, x, 2 * x, name="double"),
+            _message(checks.assert_close, 0.4963, 2.0, name="loss"),
+            _message(checks.assert_equal, [495, 558, 321], [495, 558, 322], name="ids"),
+            _message(checks.assert_equal, {"quiet": 1, "words": 2}, {"quiet": 1, "word": 2}, name="counts"),
+            _message(checks.assert_equal, {"quiet": 1, "words": 2}, {"quiet": 1, "words": 3}, name="counts"),
+            _message(checks.assert_equal, {"quiet", "words"}, {"quiet"}, name="set"),
+            _message(checks.assert_equal, "quiet words", "quiet wordz", name="text"),
+            _message(checks.assert_raises, ValueError, lambda: {}["quiet 0.4963"], name="raises"),
+            _message(checks.assert_kept_on_meta, {"outcome": "mismatch", "error": "0.4963 quiet"}, name="meta")]
+    assert checks.values_shown()
+    assert messages == [
+        "double: 6 of 6 values differ (largest difference 0.77, atol=1e-05, rtol=0.0001). First mismatch at index (0, 0).",
+        "loss: the number differs from the expected one (difference 1.5, tolerance 0.00021).",
+        "ids: the int at [2] differs from the expected one (difference 1).",
+        "counts: keys differ: 1 missing, 1 unexpected.",
+        "counts: the int at [key 2 of 2] differs from the expected one (difference 1).",
+        "set: sets differ: 0 missing, 1 unexpected.",
+        "text: the str differs from the expected one (from position 10 on; length 11, expected 11).",
+        "raises: expected ValueError, but it raised KeyError",
+        "meta: with its tensors on the meta device, the call gave the outcome 'mismatch'."]
+    assert all(word not in " ".join(messages) for word in ("0.4963", "0.768", "495", "quiet", "words'"))

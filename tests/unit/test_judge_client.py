@@ -15,7 +15,7 @@ class FakeJudge:
 
     started = []
 
-    def __init__(self, spec, server=None):
+    def __init__(self, spec, server=None, parent=None):
         self.spec = spec
         self.closed = False
         FakeJudge.started.append(self)
@@ -32,7 +32,7 @@ class FakeJudge:
 def fake_judges(monkeypatch):
     FakeJudge.started = []
     monkeypatch.setattr(client, "start_judge", FakeJudge)
-    monkeypatch.setattr(client, "ForkServer", lambda: None)    # no server process for stand-in judges
+    monkeypatch.setattr(client, "ForkServer", lambda folder=None: None)    # no server process for stand-in judges
     return FakeJudge.started
 
 
@@ -70,11 +70,11 @@ def test_close_stops_the_judges_never_used(fake_judges):
 
 
 def test_a_judge_that_cannot_be_started_leaves_the_job_to_start_its_own(monkeypatch):
-    def no_processes(spec, server=None):
+    def no_processes(spec, server=None, parent=None):
         raise OSError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(client, "start_judge", no_processes)
-    monkeypatch.setattr(client, "ForkServer", lambda: None)
+    monkeypatch.setattr(client, "ForkServer", lambda folder=None: None)
     ahead = client.JudgesAhead(SPEC, jobs=2, count=1)
     assert ahead.take() is None and ahead.take() is None
 

@@ -109,3 +109,19 @@ def test_more_changed_parts_are_counted_and_only_the_first_twenty_read():
 def test_generators_and_references_may_change():
     g = torch.Generator().manual_seed(0)
     assert changed_inputs("f", (g,), {}, [entry(0, torch.Generator().manual_seed(1), name="g")]) is None
+
+
+def test_in_a_hidden_test_the_message_names_no_value_the_argument_held():
+    """Issue 47: keys and values of a hidden test's arguments are its inputs: named by position, counted."""
+    from utils import checks
+
+    counts = {"quiet": 1, "words": 2}
+    with checks.values_withheld():
+        key = changed_inputs("f", (counts,), {}, [entry(0, 5, path=[1], name="counts")])
+        added = changed_inputs("f", (counts,), {}, [entry(0, {"quiet": 1, "words": 2, "secret": 3}, name="counts")])
+        number = changed_inputs("f", (7.25,), {}, [entry(0, 8.5, name="alpha")])
+    assert key.startswith("f modified its argument `counts[key 2 of 2]` in place (its value changed)")
+    assert added.startswith("f modified its argument `counts` in place (1 key added (not shown in a hidden test))")
+    assert number.startswith("f modified its argument `alpha` in place (its value changed)")
+    shown = changed_inputs("f", (counts,), {}, [entry(0, 5, path=[1], name="counts")])
+    assert shown.startswith("f modified its argument `counts['words']` in place (2 became 5)")

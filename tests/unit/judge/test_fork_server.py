@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,46 @@ def test_without_its_server_a_judge_starts_as_a_process_of_its_own(server):
     assert isinstance(judge, subprocess.Popen)
     client.discard(judge)
     assert judge.returncode is not None
+
+
+def _until(condition, timeout_s: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_a_forked_judge_removes_its_temporary_folder_before_it_ends_by_os_exit(server, tmp_path):
+    """Forked judges end by ``os._exit`` (no atexit hook runs): the judge removes its folder (its workspace,
+    the sandbox's /etc) itself, whether it judged a job or got none. Nothing here removes it for the judge:
+    ``server.start`` gives a bare ``ForkedJudge`` (``client.ended`` knows no folder of it)."""
+    judged, idle = tmp_path / "judged", tmp_path / "idle"
+    judged.mkdir()
+    idle.mkdir()
+    assert client.run_judge(JOB, LIMITS, judge=server.start(False, str(judged))).status == Status.OK
+    waiting = server.start(True, str(idle))
+    waiting.stdin.write(RunnerSpec(LIMITS, []).to_line())
+    waiting.stdin.flush()
+    _until(lambda: any(idle.iterdir()))           # its workspace, runner started ahead
+    client.discard(waiting)                       # no job: it stops its runner and exits
+    assert not judged.exists() and not idle.exists()
+
+
+@pytest.mark.slow
+def test_the_grader_removes_the_temporary_folder_of_a_judge_that_was_killed(server, tmp_path):
+    """A judge killed by SIGKILL (the notebook's time limit, anyone's kill) removes nothing: the grader
+    removes its folder once it has ended; judges in a batch have theirs in the batch's folder."""
+    import signal
+
+    for forked in (server, None):
+        judge = client.start_judge(RunnerSpec(LIMITS, []), forked, str(tmp_path))
+        assert isinstance(judge, ForkedJudge if forked else subprocess.Popen)
+        folder = Path(judge.temporary_folder)
+        assert folder.parent == tmp_path
+        _until(lambda: any(folder.iterdir()))     # the judge's workspace
+        os.killpg(judge.pid, signal.SIGKILL)
+        client.discard(judge)
+        assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())

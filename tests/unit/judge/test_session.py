@@ -6,6 +6,7 @@ exercise names bound to handles. The runner is replaced by a scripted connection
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -235,7 +236,7 @@ def test_an_argument_changed_in_place_fails_the_call(runner, session):
 
 def test_only_values_the_wire_carries_can_be_sent():
     with pytest.raises(TypeError, match="a test can send the student's code only tensors"):
-        Session.send(None, object())
+        Session.send(SimpleNamespace(in_hidden_test=False), object())
 
 
 def test_a_test_cell_runs_here_with_the_names_as_handles(runner, session):
@@ -308,3 +309,37 @@ def test_an_attached_session_cannot_restart_its_kernel_and_stops_asking_once_it_
         attached.ask({"op": "call"}, "your f")
     assert Silent.calls == 1
     attached.stop()
+
+
+HIDDEN_CELL = "### BEGIN HIDDEN TESTS\n{}\n### END HIDDEN TESTS\n"
+
+
+def test_a_hidden_test_shows_what_the_students_code_raised_without_its_message(runner, session):
+    """Issue 47: code can raise its arguments (``raise ValueError(str(x))``); a hidden test shows the type and
+    the line, and the test itself still gets the message (a test may read it)."""
+    leak = {"ok": False, "error": {"type": "ValueError", "message": "x is tensor([0.4963, 0.7682, 0.0885])",
+                                   "where": ["line 3 in double: raise ValueError(f'x is {x}')"]}}
+    runner.replies = [dict(leak), dict(leak)]
+    source = ("import torch\ntry:\n    double(torch.tensor([0.4963, 0.7682, 0.0885]))\nexcept ValueError as e:\n"
+              "    assert '0.4963' in str(e)\ndouble(torch.tensor([0.4963, 0.7682, 0.0885]))")
+    visible = session.run_test_cell(source, "test_double")
+    assert "0.4963" in visible.outputs[-1]["evalue"], "a visible test shows it: its inputs are in its source"
+    runner.replies = [dict(leak), dict(leak)]
+    hidden = session.run_test_cell(HIDDEN_CELL.format(source), "test_double_hidden")
+    assert hidden.outputs[-1]["ename"] == "ValueError"
+    assert hidden.outputs[-1]["evalue"] == ("your double raised ValueError (line 3 in double); a hidden test does not "
+                                            "show its message, which can hold the test's inputs.")
+
+
+def test_a_hidden_tests_inputs_are_hidden_in_its_message_and_in_every_output_after_it(runner, session):
+    x = torch.tensor([[0.4963, 0.7682, 0.0885], [0.1320, 0.3074, 0.6341]])
+    runner.replies = [{"ok": True, "value": wire.encode(torch.zeros(2, 3))}]
+    outcome = session.run_test_cell(HIDDEN_CELL.format(
+        "import torch\nx = torch.tensor([[0.4963, 0.7682, 0.0885], [0.1320, 0.3074, 0.6341]])\n"
+        "y = double(x)\nassert False, f'double({x}) gave {y}'"), "test_double_hidden")
+    message = outcome.outputs[-1]["evalue"]
+    assert "0.4963" not in message and "double(tensor([[…, …, …]," in message and "gave tensor([[0., 0., 0.]," in message
+    runner.replies = [{"ok": True, "stdout": f"kept: {x}\nand {x.tolist()}\nloss 0.4963\n"}]
+    later = session.run_cell("print(KEPT)")
+    assert later.outputs[0]["text"] == ("kept: tensor([[…, …, …],\n        […, …, …]])\nand [[…, …, …], […, …, …]]\n"
+                                        "loss 0.4963\n"), "runs of an input go; a single number stays"
