@@ -199,14 +199,16 @@ class Session:
             unreadable = StudentCodeError(f"{label} returned something the grader cannot read: {error}")
             unreadable.withheld = f"{label} returned something the grader cannot read."
             raise unreadable from None
-        if sent is not None and reply.get("global_rng"):
-            raise _check_failure(global_rng_used(label, reply.get("global_rng")))
-        if sent is not None and reply.get("returned_argument"):
-            raise _check_failure(argument_returned(label, reply.get("returned_argument")))
         if sent is not None and reply.get("changed"):
             problem = changed_inputs(label, sent[0], sent[1], reply.get("changed"))
             if problem:
                 raise _check_failure(problem)
+        # Issue 49's observations count in hidden tests only: a visible test gives the verdict it gives in the
+        # student's kernel, where nothing observes the call (tests/course/test_visible_agrees_with_grade.py).
+        if sent is not None and self.in_hidden_test and reply.get("global_rng"):
+            raise _check_failure(global_rng_used(label, reply.get("global_rng")))
+        if sent is not None and self.in_hidden_test and reply.get("returned_argument"):
+            raise _check_failure(argument_returned(label, reply.get("returned_argument")))
         return value
 
     # -- test cells ----------------------------------------------------------------------------
