@@ -114,11 +114,13 @@ def test_no_feedback_page_shows_a_hidden_input(graded, student):
 def test_a_hidden_test_still_says_what_was_checked(graded):
     """The messages stay useful: the check's name, and what differs, by how much, where."""
     _, pages = graded
-    assert "double of a random (3, 5) tensor: 15 of 15 values differ (largest difference" in pages["identity"]
-    assert "First mismatch at index (0, 0)" in pages["identity"]
+    assert "double of a random (3, 5) tensor: 15 of 15 values differ (largest difference" in pages["triples"]
+    assert "First mismatch at index (0, 0)" in pages["triples"]
     assert "your double raised ValueError (line 2 in double); a hidden test does not show its message" in \
         pages["raises_its_input"]
-    assert "double of the ids […, …, …" in pages["identity"], "the test's own words lose only the inputs"
+    assert "double of the ids […, …, …" in pages["triples"], "the test's own words lose only the inputs"
+    # An answer returning its input itself is told so (issue 49), by the argument's name, never its values.
+    assert "double returned the caller's own `x` as its result" in pages["identity"]
     assert "modified its argument `x` in place (its length changed from 12 to 13)" in pages["modifies_its_list"]
 
 
