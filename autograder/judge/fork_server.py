@@ -131,11 +131,16 @@ def serve(fd: int, main) -> int:
         if not message or len(fds) != 2:
             _reap(0)        # the grader is done: its judges have ended or are ending
             return 0
+        leader_read, leader_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _become_judge(channel, fds, ahead=message[:1] == b"A", main=main, folder=os.fsdecode(message[1:-1]))
-        for descriptor in fds:
+            os.close(leader_read)
+            _become_judge(channel, fds, ahead=message[:1] == b"A", main=main, folder=os.fsdecode(message[1:-1]),
+                          leader=leader_write)
+        for descriptor in (*fds, leader_write):
             os.close(descriptor)
+        os.read(leader_read, 1)     # end of file once the child leads its own session (or has died): only then is
+        os.close(leader_read)       # its pid a process group the grader can kill (killpg), never a moment before
         channel.sendall(b"%d\n" % pid)
 
 
@@ -154,15 +159,17 @@ def _request(channel: socket.socket) -> tuple[bytes, list[int]]:
     return (message, fds) if message.endswith(b"\n") else (b"", fds)
 
 
-def _become_judge(channel: socket.socket, fds: list[int], *, ahead: bool, main, folder: str) -> None:
+def _become_judge(channel: socket.socket, fds: list[int], *, ahead: bool, main, folder: str, leader: int) -> None:
     """In the forked child: what ``python -m autograder.judge`` would be, with ``folder`` (if any) as its
-    own temporary folder, removed by ``main`` before the ``os._exit``; never returns."""
+    own temporary folder, removed by ``main`` before the ``os._exit``; never returns. ``leader``: closed once
+    the child leads its own session, which the server waits for before it hands the pid to the grader."""
     code = 1
     try:
         if folder:
             os.environ[TEMP_FOLDER_VARIABLE] = folder
         channel.close()
         os.setsid()
+        os.close(leader)
         os.dup2(fds[0], 0)
         os.dup2(fds[1], 1)
         devnull = os.open(os.devnull, os.O_WRONLY)
