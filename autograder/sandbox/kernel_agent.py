@@ -24,6 +24,7 @@ Requests (already JSON-decoded):
 from __future__ import annotations
 
 import io
+import itertools
 import sys
 import traceback
 
@@ -207,7 +208,7 @@ def _collect(value, arg, inputs: list, depth: int) -> None:
     if _mutable_value(value):
         inputs.append((value, arg))
     items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
-    for item in list(items)[:64]:
+    for item in itertools.islice(items, 64):   # the first 64 only, without copying a long list first
         _collect(item, arg, inputs, depth + 1)
 
 
