@@ -198,7 +198,9 @@ def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
 _UNREADABLE_ADVICE = {
     Status.MISSING_NOTEBOOK: "No notebook was found in your submission, so none of its tests ran. Upload the notebook itself.",
     Status.INVALID_NOTEBOOK: "The file could not be read as a notebook, so none of its tests ran. "
-                             "Open it in Jupyter, save it again, and resubmit it.",
+                             "If Jupyter still opens your copy, save it there and resubmit that file; if the file is cut "
+                             "short or damaged (Jupyter cannot open it either), resubmit your last good copy: JupyterLab "
+                             "keeps one beside the notebook in the hidden .ipynb_checkpoints folder.",
     Status.INVALID_SUBMISSION: "The grader could not use the folder you submitted, so none of the notebook's tests ran. "
                                "Submit the notebook and the files it reads, not a whole folder tree, and resubmit.",
 }
@@ -210,7 +212,7 @@ def too_large_page(row: GradeRow, path: Path, size: int) -> None:
     title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
     text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
             f"<body><h1>{title}</h1>\n<p>Your notebook was graded ({html.escape(row.status)}), but its feedback page "
-            f"would have been {size / 2**20:.0f} MB, over the {MAX_FEEDBACK_PAGE_BYTES // 2**20} MB the grader writes "
+            f"would have been {size / 2**20:.0f} MB, over the {MAX_FEEDBACK_PAGE_BYTES // 2**20} MB the grader writes. "
             "Ask your instructor for your test results.</p>\n</body></html>\n")
     path.write_text(text, encoding="utf-8")
 
