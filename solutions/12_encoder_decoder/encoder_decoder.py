@@ -43,7 +43,7 @@
 # **Time.** Everything runs on the CPU, whatever the device: the whole notebook takes about 85 CPU seconds on a
 # 2-core laptop (one thread). Three cells take about 30 seconds each (the translator, the decoder-only model, the
 # two text models of section 8); each says so before it starts, and the training loops print their predicted time
-# after their first 20 steps. On a GPU: untimed (nothing here moves to it).
+# after their first 11 steps. On a GPU: untimed (nothing here moves to it).
 #
 # Each experiment ends with a **claim**: a sentence printed by the cell that measured it, with its numbers and a ✓
 # when it holds on your run (a ✗ and a note when it does not: the prose around it assumes it).
@@ -1715,12 +1715,11 @@ for row in range(3):
 from utils import progress, your_parts
 
 STEPS, BATCH, LR = 600, 64, 3e-3
-PREDICT_AFTER = 20
 
 
 def train_model(model, loss_of_batch, steps=STEPS, seed=0, label="training"):
     """AdamW with a one-cycle schedule on fresh batches of the copying task (sources at random offsets in FRAME
-    positions), with a progress bar; returns (last loss, CPU seconds)."""
+    positions), with a progress bar and its time predicted from the first steps; returns (last loss, CPU seconds)."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=LR, total_steps=steps, pct_start=0.1)
@@ -1735,10 +1734,6 @@ def train_model(model, loss_of_batch, steps=STEPS, seed=0, label="training"):
             schedule.step()
             if step % 10 == 0:
                 bar.show(loss=loss.item())
-            if step + 1 == PREDICT_AFTER < steps:       # as in notebook 09: the time predicted from the first steps
-                bar.predicted_s = (time.process_time() - start) * steps / PREDICT_AFTER
-                print(f"{label}: {steps} steps, predicted {bar.predicted_s:.0f} CPU s "
-                      f"(from its first {PREDICT_AFTER} steps)", flush=True)
         bar.show(loss=loss.item())
     return loss.item(), time.process_time() - start
 
