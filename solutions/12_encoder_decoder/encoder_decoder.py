@@ -1303,7 +1303,7 @@ checks.assert_tensor(logits, name="Seq2Seq(...)(src (2, 5), tgt (2, 4))", shape=
 changed = tgt.clone()
 changed[:, 2] = (tgt[:, 2] - 3 + 1) % 10 + 3
 after = model(src, changed, mask)
-moved = float((after[:, :3] - logits[:, :3]).abs().max())   # in words, not two tables of logits
+moved = float((after[:, :3] - logits[:, :3]).detach().abs().max())   # in words, not two tables of logits
 checks.assert_true(moved <= 1e-5, name="logits at positions 0-2 after tgt[:, 2] changed",
                    problem=f"they moved by up to {moved:.2g} (they must not move at all): a position before 3 read tgt[:, 2].",
                    hint="Shift the target right by one with BOS in front: position t predicts tgt[t] from tgt[:t] only. "
