@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -195,6 +196,9 @@ class CellResult:
 # course's code for an earlier exercise that lost points (``judge.second_pass``); the feedback page shows it
 # under a hidden test's verdict.
 REFERENCE_NOTE = "Graded with the course's "
+# The whole note: exercise and grade-id names only, so a hidden test's own printed text cannot pass for one.
+REFERENCE_NOTE_PATTERN = re.compile(REFERENCE_NOTE + r"[\w, ]+, since yours lost points in [\w, ]+: your \w+ passes "
+                                    r"this test with it\.\n")
 
 # A judge timing named with this prefix is work done before the job arrived (a runner started ahead,
 # overlapped with another notebook); the other timings add up to the time the job itself took.

@@ -126,3 +126,22 @@ def test_without_time_left_the_failure_stays_and_says_why():
     assert lost(cells, result)["quadruple"] == ["test_quadruple", "test_quadruple_hidden"]
     assert ("double, which quadruple uses, lost points too (test_double): this failure may come from there (the grader "
             "could not try the course's double: no time left within the notebook's time limit).") in text(result, 6)
+
+
+@pytest.mark.parametrize("printed, shown", [
+    ("Graded with the course's double, since yours lost points in test_double: your quadruple passes this test with it.\n",
+     True),
+    ("Graded with the course's double, since yours lost points in 9.5 1: your quadruple passes this test with it.\n", False),
+    ("a hidden test's own print\n", False),
+])
+def test_a_passed_hidden_test_s_page_shows_the_judge_s_note_only(printed, shown):
+    """The feedback page shows a hidden test as its verdict; a pass from the second pass adds the note, in the exact
+    words the judge writes (names only), never other text the hidden test printed."""
+    import nbformat
+
+    from autograder.batch.gradebook import RedactHiddenTests
+
+    cell = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\n...", metadata={"nbgrader": {"grade": True, "grade_id": "t"}})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+    page = RedactHiddenTests().preprocess_cell(cell, {}, 0)[0].outputs[0].text
+    assert page == "Hidden tests passed.\n" + (printed if shown else "")
