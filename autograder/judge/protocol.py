@@ -200,6 +200,27 @@ REFERENCE_NOTE = "Graded with the course's "
 REFERENCE_NOTE_PATTERN = re.compile(REFERENCE_NOTE + r"[\w, ]+, since yours lost points in [\w, ]+: your \w+ passes "
                                     r"this test with it\.\n")
 
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def passed_note(exercise: str, upstream: list[str], culprits: dict) -> str:
+    """The note of a test of ``exercise`` passed with the course's ``upstream`` (``culprits``: each one's first
+    failed test)."""
+    tests = ", ".join(culprits[u] for u in upstream)
+    return f"{REFERENCE_NOTE}{_names(upstream)}, since yours lost points in {tests}: your {exercise} passes this test with it.\n"
+
+
+def failed_line(exercise: str, upstream: list[str], culprits: dict, why: str | None) -> str:
+    """The line added to a failed test's message: the upstream exercises that failed too, and whether the test
+    also fails with the course's code for them (``why`` is None) or could not be judged so (why not)."""
+    head = f"{_names(upstream)}, which {exercise} uses, lost points too ({', '.join(culprits[u] for u in upstream)})"
+    if why is None:
+        return f"{head}; this test fails with the course's {_names(upstream)} as well, so the failure is {exercise}'s own."
+    return f"{head}: this failure may come from there (the grader could not try the course's {_names(upstream)}: {why})."
+
+
 # A judge timing named with this prefix is work done before the job arrived (a runner started ahead,
 # overlapped with another notebook); the other timings add up to the time the job itself took.
 AHEAD_PREFIX = "ahead: "

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..sandbox import confinement
 from .outputs import stream_output
-from .protocol import REFERENCE_NOTE, JudgeJob, RunnerSpec
+from .protocol import JudgeJob, RunnerSpec, failed_line, passed_note
 from .workspace import START_FAILURES, Workspace
 
 
@@ -66,32 +66,6 @@ def plan(job: JudgeJob, outputs: dict) -> Plan:
             result.retest[index] = upstream
             result.culprits.update({u: first_failure[u] for u in upstream})
     return result
-
-
-def _names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _exercise(job: JudgeJob, cell: dict) -> str:
-    return job.exercise_of.get(str(_meta(cell).get("grade_id")), "this exercise")
-
-
-def passed_note(job: JudgeJob, index: int, work: Plan) -> str:
-    upstream = work.retest[index]
-    tests = ", ".join(work.culprits[u] for u in upstream)
-    return (f"{REFERENCE_NOTE}{_names(upstream)}, since yours lost points in {tests}: your "
-            f"{_exercise(job, job.cells[index])} passes this test with it.\n")
-
-
-def failed_line(job: JudgeJob, index: int, work: Plan, why: str | None) -> str:
-    """The line added to a failed cell's message: the upstream exercise that failed too, and whether this
-    cell also fails with the course's code for it (``why`` is None) or could not be judged so (why not)."""
-    upstream = work.retest[index]
-    exercise = _exercise(job, job.cells[index])
-    head = f"{_names(upstream)}, which {exercise} uses, lost points too ({', '.join(work.culprits[u] for u in upstream)})"
-    if why is None:
-        return f"{head}; this test fails with the course's {_names(upstream)} as well, so the failure is {exercise}'s own."
-    return f"{head}: this failure may come from there (the grader could not try the course's {_names(upstream)}: {why})."
 
 
 def add_line(outputs: list, line: str) -> None:
@@ -173,12 +147,13 @@ def second_pass(job: JudgeJob, cells: list, begun: float, setup_timeout_s: float
         return
     runner = SecondRunner(job, work, begun + job.limits.notebook_timeout_s, setup_timeout_s)
     runner.run(time.perf_counter() - begun)
-    for index in work.retest:
+    for index, upstream in work.retest.items():
         outcome = runner.verdicts.get(index)
+        exercise = job.exercise_of.get(str(_meta(job.cells[index]).get("grade_id")), "this exercise")
         if outcome is not None and not outcome.trouble and not failed(outcome.outputs):
-            by_index[index][:] = [stream_output(passed_note(job, index, work))]
+            by_index[index][:] = [stream_output(passed_note(exercise, upstream, work.culprits))]
         elif outcome is not None and not outcome.trouble:
-            add_line(by_index[index], failed_line(job, index, work, None))
+            add_line(by_index[index], failed_line(exercise, upstream, work.culprits, None))
         else:
             why = runner.stopped or (outcome.message if outcome is not None else "") or "the second runner failed"
-            add_line(by_index[index], failed_line(job, index, work, why[:150]))
+            add_line(by_index[index], failed_line(exercise, upstream, work.culprits, why[:150]))
