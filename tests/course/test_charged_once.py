@@ -14,9 +14,12 @@ import json
 
 import pytest
 
+from autograder import selfgrade
 from autograder.course import conventions, isolation, mutant_edits
+from autograder.course.setup_cell import SETUP_GRADE_ID
 from autograder.course.solution_source import load_solution
 from autograder.judge.protocol import REFERENCE_NOTE
+from autograder.selfgrade.saved_notebook import run_cells
 
 
 def _first_mutant(assignment, nb, exercise: str) -> mutant_edits.Mutant:
@@ -51,3 +54,25 @@ def test_each_mistake_costs_only_its_own_exercise_s_points(assignment):
         if set(lost) != {exercise}:
             charged[mutant.name] = lost
     assert not charged, f"mistakes charged to other exercises (points lost by exercise): {charged}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not selfgrade.available_assignments(), reason="private edition: no self-grading bundles")
+def test_self_grading_charges_the_layer_norm_s_mistake_as_the_grader_does():
+    """The public edition's self-grading (its bundle, the answers run afresh as the self-grading cell runs them) gives
+    the points the grader's judge gives."""
+    assignment = conventions.assignment("07_block")
+    nb = load_solution(assignment)
+    mutant = _first_mutant(assignment, nb, "LayerNorm")
+    cells = [(number, conventions.strip_solution_markers(cell.source)) for number, cell in enumerate(nb.cells, 1)
+             if conventions.is_solution_cell(cell) or conventions.grade_id(cell) == SETUP_GRADE_ID]
+    cells = [(n, mutant.code if source == mutant_edits.solution_cells(nb)["LayerNorm"] else source) for n, source in cells]
+    namespace, failures, _ = run_cells(cells)
+    assert not failures
+    verdicts = selfgrade.run_tests(selfgrade.read_bundle(assignment.name), namespace)
+    lost: dict[str, float] = {}
+    for verdict in verdicts:
+        if not verdict.passed:
+            lost[verdict.exercise] = lost.get(verdict.exercise, 0.0) + verdict.points
+    assert lost == isolation.judged_with(nb, {"LayerNorm": mutant.code})[0] == {"LayerNorm": 4.0}
+    assert any(REFERENCE_NOTE in v.message for v in verdicts if v.exercise == "PreLNBlock")
