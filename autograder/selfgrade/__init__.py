@@ -5,7 +5,8 @@ starts the judge (``autograder.judge``) as a child process and answers its calls
 the judge runs every graded test of the notebook, visible and hidden, against the answers defined
 here now, and prints one line per exercise (points, passed or not), each failed test's whole
 message (hint included) under it, and the total. The hidden tests' source is never shown; they travel in a bundle built by
-``python -m autograder build`` (``autograder/selfgrade/<assignment>.bin``).
+``python -m autograder build`` (``autograder/selfgrade/<assignment>.bin``), with the course's code of the exercises later
+ones use: a mistake is charged where it is made, as the grader charges it (``second_pass``).
 
 This is honest only towards yourself: the tests and your code share your machine, so anything can
 be faked. A graded class uses the private edition (``python -m autograder build --no-self-grading``),
