@@ -154,6 +154,7 @@ def second_pass(job: JudgeJob, cells: list, begun: float, setup_timeout_s: float
             by_index[index][:] = [stream_output(passed_note(exercise, upstream, work.culprits))]
         elif outcome is not None and not outcome.trouble:
             add_line(by_index[index], failed_line(exercise, upstream, work.culprits, None))
-        else:
-            why = runner.stopped or (outcome.message if outcome is not None else "") or "the second runner failed"
+        else:   # the status's name only: a message from the second runner could quote the course's code
+            why = runner.stopped or (f"its second run ended in '{outcome.trouble}'" if outcome is not None
+                                     else "the second runner stopped before this test")
             add_line(by_index[index], failed_line(exercise, upstream, work.culprits, why[:150]))

@@ -106,6 +106,14 @@ def test_a_wrong_dependent_keeps_its_failure_and_is_told_of_the_other():
     assert REFERENCE_NOTE + "double and quadruple" in text(result, 9)   # octuple is right: graded with both
 
 
+def test_trouble_in_the_second_runner_is_named_by_its_status_only():
+    """A MemoryError sets a status; its message, which quotes the course's double there, is never shown."""
+    cells = notebook(WRONG_DOUBLE, "def quadruple(x):\n    raise MemoryError(f'uses {double.__doc__}')\n", RIGHT[2])
+    result = judge_notebook(job(cells))
+    assert SECRET not in json.dumps(result.to_dict()) and "uses None" in text(result, 5)
+    assert "(the grader could not try the course's double: its second run ended in 'memory limit')." in text(result, 5)
+
+
 def test_the_student_s_own_parts_stay_where_they_passed():
     """quadruple is wrong, double right: octuple is graded with the student's double and the course's quadruple."""
     cells = notebook(RIGHT[0], "def quadruple(x):\n    return 3 * double(x)\n", RIGHT[2])
