@@ -25,7 +25,7 @@ from ..course.course_directory import course_config
 from .feedback_bounds import MAX_FEEDBACK_PAGE_BYTES, shortened_count
 from .feedback_page import readable_page
 from ..judge.outputs import error_output
-from ..judge.protocol import JudgeResult, Status
+from ..judge.protocol import REFERENCE_NOTE_PATTERN, JudgeResult, Status
 from .report import GradeRow
 from ..course.text import clean_text
 
@@ -107,8 +107,16 @@ class RedactHiddenTests(NbGraderPreprocessor):
             text = f"Hidden tests {verdict}."
             if failed:
                 text += "\n" + str(failed[0].get("evalue", ""))[:2000]
+            text += "".join("\n" + o["text"].rstrip("\n") for o in cell.get("outputs", [])[:1]
+                            if not failed and _is_reference_note(o))
             cell.outputs = [new_output("stream", name="stdout", text=text + "\n")]
         return cell, resources
+
+
+def _is_reference_note(output) -> bool:
+    """The judge's note on a hidden test passed with the course's code for an earlier part (``judge.second_pass``)."""
+    return (output.get("output_type") == "stream" and isinstance(output.get("text"), str)
+            and REFERENCE_NOTE_PATTERN.fullmatch(output["text"]) is not None)
 
 
 class EscapeStudentText(NbGraderPreprocessor):
