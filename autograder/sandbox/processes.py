@@ -82,6 +82,10 @@ def kill_group(process: subprocess.Popen) -> None:
     group = getattr(process, "cgroup", None)
     if group is not None:
         group.remove()
+    audit_fd = getattr(process, "audit_fd", None)
+    if audit_fd is not None:
+        process.audit_fd = None
+        os.close(audit_fd)
 
 
 def become_subreaper() -> None:

@@ -1,0 +1,136 @@
+"""Issue 47, part 2: forged runner reports that the grader's reading of the source does not see earn
+nothing, because the runner's audit hook (``autograder/sandbox/audit.py``) does.
+
+Each forgery below is an answer to the fixture course's ``double`` that writes into its argument (the plain
+wrong answer: 0 of 3 points, "modified its argument `x` in place") and replaces the runner's report of that
+change by a route that ``autograder.batch.tampering`` does not flag (checked first): the call then looked
+clean to a runner without the hook, and earned the 3 points. With the hook, each scores what the plain
+wrong answer scores, and its feedback says why. An honest answer whose own cells use ``warnings``,
+``logging``, ``typing``, ``dataclasses``, a ``tqdm`` bar and a matplotlib figure is not flagged.
+"""
+
+from __future__ import annotations
+
+import marshal
+import pickle
+
+import pytest
+
+from autograder.batch.tampering import tampering_for
+
+WRONG = "    x.mul_(2)\n    return x\n"
+# Finds the runner's agent (the object answering the judge) by walking from a frame of the call, and makes
+# its ``call`` report nothing: ``f`` is a frame inside the call.
+WALK = '''
+def _silence(f):
+    while f is not None:
+        agent = getattr(f, "f_" + "locals").get("self")
+        if type(agent).__name__ == "Agent" and "call" not in vars(agent):
+            real = agent.call
+            agent.call = lambda target, request: (real(target, dict(request, may_mutate=True))[0], {})
+        f = getattr(f, "f_" + "back")
+'''
+FROM_HERE = "import sys\n_silence(sys._get" + "frame())\n"
+WALK_CODE = compile(WALK + FROM_HERE, "<forged>", "exec")
+
+
+class _Exec:
+    """Pickles as a call of ``exec`` on the walk."""
+
+    def __reduce__(self):
+        return exec, (WALK + FROM_HERE,)
+
+FORGERIES = {
+    "frame_through_an_alias": "import torch, sys\ngrab = getattr(sys, '_get' + 'frame')\n" + WALK
+    + "def double(x):\n    _silence(grab())\n" + WRONG,
+    "frame_through_a_traceback": "import torch\n" + WALK + "def double(x):\n    try:\n        raise ValueError\n"
+    "    except ValueError as error:\n        _silence(getattr(error.__traceback__, 'tb_' + 'frame'))\n" + WRONG,
+    "garbage_collector": "import torch, gc as g\ndef double(x):\n    for o in getattr(g, 'get_' + 'objects')():\n"
+    "        if type(o).__name__ == 'Agent' and 'call' not in vars(o):\n            real = o.call\n"
+    "            o.call = lambda t, r, real=real: (real(t, dict(r, may_mutate=True))[0], {})\n" + WRONG,
+    "ctypes": "import torch\nc = print.__self__.__dict__['__imp' + 'ort__']('ct' + 'ypes')\n" + WALK
+    + "def double(x):\n    get = c.pythonapi.PyEval_GetFrame\n    get.restype = c.c_void_p\n"
+    "    _silence(c.cast(get(), c.py_object).value)\n" + WRONG,
+    "marshal_turned_into_code": "import torch, marshal, types\ndef double(x):\n"
+    f"    types.FunctionType(marshal.loads({marshal.dumps(WALK_CODE)!r}), globals())()\n"
+    + WRONG,
+    "pickle_turned_into_code": f"import torch, pickle\ndef double(x):\n    pickle.loads({pickle.dumps(_Exec())!r})\n"
+    + WRONG,
+    "code_object_swapped": "import torch\nka = print.__self__.__dict__['__imp' + 'ort__']('auto' + 'grader.sandbox.kernel_' "
+    "+ 'agent', fromlist=['x'])\nfor name in ('changed_' + 'arguments', 'returned_' + 'arguments'):\n"
+    "    setattr(getattr(ka, name), '__co' + 'de__', getattr(lambda *a, **k: [], '__co' + 'de__'))\n"
+    "def double(x):\n" + WRONG,
+    "module_written_through_builtins_import": "import torch\nka = print.__self__.__dict__['__imp' + 'ort__']"
+    "('auto' + 'grader.sandbox.kernel_' + 'agent', fromlist=['x'])\n"
+    "for name in ('changed_' + 'arguments', 'returned_' + 'arguments'):\n    setattr(ka, name, lambda *a, **k: [])\n"
+    "def double(x):\n" + WRONG,
+    "class_found_through_subclasses": "import torch\nfor k in getattr(object, '__subclass' + 'es__')():\n"
+    "    if k.__name__ == 'Agent':\n        real = k.call\n"
+    "        k.call = lambda self, t, r, real=real: (real(self, t, dict(r, may_mutate=True))[0], {})\n"
+    "def double(x):\n" + WRONG,
+}
+HONEST = '''import torch, warnings, logging, typing, dataclasses
+import tqdm
+import matplotlib.pyplot as plt
+
+T = typing.TypeVar("T")
+
+class Pair(typing.NamedTuple):
+    a: int
+    b: int
+
+@dataclasses.dataclass
+class Settings:
+    factor: float = 2.0
+
+def double(x):
+    logging.getLogger("double").info("doubling %s values", x.numel())
+    if x.numel() > 10**9:
+        warnings.warn("a big tensor")
+    return x * Settings().factor
+'''
+HONEST_CELL = '''warnings.warn("a note from my own cell")
+logging.getLogger("me").warning("and a log line")
+for _ in tqdm.tqdm(range(5)):
+    pass
+plt.plot([1, 2, 3], [1, 4, 9]); plt.title("squares"); plt.show()
+print(double(torch.ones(2)), Pair(1, 2))'''
+# student -> (answer, own cell or None, expected score of 3)
+STUDENTS = {"honest": (HONEST, HONEST_CELL, 3), "plain_wrong": ("import torch\ndef double(x):\n" + WRONG, None, 0)}
+STUDENTS.update({name: (code, None, 0) for name, code in FORGERIES.items()})
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_each_forgery_gets_past_the_static_reader(name):
+    assert tampering_for(FORGERIES[name]) == [], "the forgery must need the audit hook to be caught"
+
+
+@pytest.mark.slow
+def test_forged_reports_earn_nothing_and_honest_libraries_keep_full_marks(tmp_path):
+    from autograder.batch.grading import grade
+    from autograder.course import submissions
+    from autograder.sandbox.limits import Limits
+    from conftest import TEST_SANDBOX
+    from fixture_course import make_course
+    from nbformat.v4 import new_code_cell
+
+    root = tmp_path / "course"
+    assignment = make_course(root)
+    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
+    for student, (code, own_cell, _) in STUDENTS.items():
+        nb = submissions.filled_in(assignment, {"double": code}, release_path=release)
+        if own_cell:
+            nb.cells.append(new_code_cell(own_cell))
+        submissions.write(nb, root / "submitted" / student / "01_fixture" / "fixture.ipynb")
+    out = root / "out"
+    rows = {r.student_id: r for r in grade(root / "submitted", out, workers=2, progress=False,
+                                           solutions_dir=root / "solutions",
+                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX))}
+    scores = {student: (rows[student].score, rows[student].status) for student in STUDENTS}
+    assert scores == {student: (score, "ok") for student, (_, _, score) in STUDENTS.items()}, scores
+    for student in FORGERIES:
+        page = (out / "feedback" / student / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+        said = "double: the grader cannot check that your code leaves its inputs unchanged (your code"
+        assert said in page.replace("&#x27;", "'"), f"{student}: the feedback should say why"
+    honest = (out / "feedback" / "honest" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "cannot check" not in honest and rows["honest"].flags == ""
