@@ -46,14 +46,20 @@ DANGER = frozenset({
 DANGER_PREFIXES = ("ctypes.",)
 # Stdlib functions that hand their caller a frame (or walk frames for it): the caller is the one to judge.
 FRAME_HELPERS = {"/inspect.py": {"currentframe", "stack", "trace", "getouterframes", "getinnerframes"},
-                 "/logging/__init__.py": {"currentframe"},
+                 "/logging/__init__.py": {"currentframe", "<lambda>"},   # currentframe is a lambda there
                  "/traceback.py": {"walk_stack", "walk_tb"}}
 # Stdlib code that only acts for its caller, on the caller's data (a foreign function looked up, a pickle read):
 # skipped whatever the event.
 ON_BEHALF = ("/ctypes/", "/pickle.py", "/copyreg.py", "/_compat_pickle.py")
-# Library modules whose functions and classes the runner's reports are computed with.
-LIBRARY_MODULES = ("builtins", "sys", "os", "io", "json", "itertools", "inspect", "traceback", "random", "math",
-                   "numpy", "numpy.random", "torch", "torch.random", "signal")
+# The library functions and classes the runner's reports and its wire encoding are computed with. Named one
+# by one, not whole modules: libraries rebind their own functions as they load (torch._dynamo wraps
+# torch.manual_seed), and none of these.
+LIBRARY_NAMES = ("torch.equal", "torch.frombuffer", "torch.empty", "torch.Tensor", "torch.Generator", "torch.Size",
+                 "torch.dtype", "torch.nn.Parameter", "torch.random.get_rng_state", "torch._C.TensorBase",
+                 "numpy.frombuffer", "numpy.ascontiguousarray", "numpy.array_equal", "numpy.ndarray", "numpy.dtype",
+                 "numpy.generic", "numpy.random.get_state", "random.getstate", "json.dumps", "json.loads",
+                 "base64.b64encode", "base64.b64decode", "math.isfinite", "itertools.islice", "io.StringIO",
+                 "inspect.signature", "traceback.extract_tb", "functools.lru_cache", "sys.audit")
 LIBRARY_CLASSES = ("torch.Tensor", "torch.nn.Parameter")
 COURSE_PACKAGES = ("autograder", "utils")
 # Module globals of the course's packages that change while a notebook runs, by design.
@@ -89,27 +95,26 @@ def snapshot() -> list[tuple[str, object, dict, frozenset | None]]:
 
 
 def _module_record(name: str, module) -> list:
-    """A course module's entries (all but ``RUNTIME_STATE``) and its classes' own, or a library module's
-    functions, classes and modules; nothing for another module."""
+    """What is watched in one module: builtins' entries, the named library functions, a course module's
+    entries (all but ``RUNTIME_STATE``) and its classes' own; nothing for another module."""
     import types
 
-    course = name.split(".")[0] in COURSE_PACKAGES
-    if not isinstance(module, types.ModuleType) or not (course or name in LIBRARY_MODULES):
+    if not isinstance(module, types.ModuleType):
         return []
     space = vars(module)
-    if not course:
-        return [(name, space, {key: value for key, value in space.items() if _code_like(value)}, None)]
+    if name == "builtins":   # all but IPython's "_", "__", "___" (the last results)
+        return [(name, space, {key: value for key, value in space.items() if key.strip("_")}, None)]
+    if name.split(".")[0] in COURSE_PACKAGES:
+        return _course_record(name, space)
+    names = {dotted.rpartition(".")[2] for dotted in LIBRARY_NAMES if dotted.rpartition(".")[0] == name}
+    return [(name, space, {key: space[key] for key in names if key in space}, None)] if names else []
+
+
+def _course_record(name: str, space: dict) -> list:
     runtime = frozenset(key.rpartition(".")[2] for key in RUNTIME_STATE if key.startswith(name + "."))
     record = [(name, space, {key: value for key, value in space.items() if key not in runtime}, runtime)]
     return record + [(f"{name}.{value.__qualname__}", value.__dict__, dict(value.__dict__), frozenset())
                      for value in list(space.values()) if isinstance(value, type) and value.__module__ == name]
-
-
-def _code_like(value) -> bool:
-    import types
-
-    return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type,
-                              types.ModuleType, types.BuiltinMethodType))
 
 
 def _library_classes():

@@ -95,9 +95,18 @@ for _ in tqdm.tqdm(range(5)):
     pass
 plt.plot([1, 2, 3], [1, 4, 9]); plt.title("squares"); plt.show()
 print(double(torch.ones(2)), Pair(1, 2))'''
-# student -> (answer, own cell or None, expected score of 3)
-STUDENTS = {"honest": (HONEST, HONEST_CELL, 3), "plain_wrong": ("import torch\ndef double(x):\n" + WRONG, None, 0)}
-STUDENTS.update({name: (code, None, 0) for name, code in FORGERIES.items()})
+# Silences the hook instead: closes its descriptor (named in the runner's first environment) or puts another
+# file in its place. The judge then reads the end of its pipe (were another copy of it open, the hook would
+# kill its own process at the next call it checks: tests/unit/test_audit_pipe.py).
+CLOSES = ("import os, torch\nfd = [v for v in open('/proc/self/environ').read().split(chr(0)) if v.startswith("
+          "'COURSE_AUDIT_FD=')][0].split('=')[1]\n")
+FORGERIES["closes_the_hooks_descriptor"] = CLOSES + "os.close(int(fd))\ndef double(x):\n" + WRONG
+FORGERIES["replaces_the_hooks_descriptor"] = (CLOSES + "os.dup2(os.open(os.devnull, os.O_WRONLY), int(fd))\n"
+                                              "def double(x):\n" + WRONG)
+# student -> (answer, own cell or None, expected score of 3, status)
+STUDENTS = {"honest": (HONEST, HONEST_CELL, 3, "ok"),
+            "plain_wrong": ("import torch\ndef double(x):\n" + WRONG, None, 0, "ok")}
+STUDENTS.update({name: (code, None, 0, "ok") for name, code in FORGERIES.items()})
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
@@ -117,7 +126,7 @@ def test_forged_reports_earn_nothing_and_honest_libraries_keep_full_marks(tmp_pa
     root = tmp_path / "course"
     assignment = make_course(root)
     release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
-    for student, (code, own_cell, _) in STUDENTS.items():
+    for student, (code, own_cell, *_) in STUDENTS.items():
         nb = submissions.filled_in(assignment, {"double": code}, release_path=release)
         if own_cell:
             nb.cells.append(new_code_cell(own_cell))
@@ -127,10 +136,11 @@ def test_forged_reports_earn_nothing_and_honest_libraries_keep_full_marks(tmp_pa
                                            solutions_dir=root / "solutions",
                                            limits=Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX))}
     scores = {student: (rows[student].score, rows[student].status) for student in STUDENTS}
-    assert scores == {student: (score, "ok") for student, (_, _, score) in STUDENTS.items()}, scores
+    assert scores == {student: (score, status) for student, (_, _, score, status) in STUDENTS.items()}, scores
     for student in FORGERIES:
         page = (out / "feedback" / student / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
-        said = "double: the grader cannot check that your code leaves its inputs unchanged (your code"
+        said = ("double: the grader cannot check that your code leaves its inputs unchanged ("
+                + ("the grader's channel in your process was closed)" if "descriptor" in student else "your code"))
         assert said in page.replace("&#x27;", "'"), f"{student}: the feedback should say why"
     honest = (out / "feedback" / "honest" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "cannot check" not in honest and rows["honest"].flags == ""
