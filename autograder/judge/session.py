@@ -31,6 +31,9 @@ HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"   # nbgrader's marker (course.conventio
 MAX_RESTARTS = 6
 STARTUP_TIMEOUT_S = 120
 NOT_RUN = "NotRun"
+# The judge's own count of a timed call's CPU seconds includes what the runner does around the call (reading
+# the request, encoding the reply): a call fails on it only past the limit by this much.
+CPU_SLACK, CPU_SLACK_S = 1.1, 0.5
 TIMEOUT_HINT = "Hint: look for an endless loop, or work repeated inside a loop."
 
 
@@ -166,10 +169,8 @@ class Session:
         """Send a call, return its value; raise what the student's code raised, or the test's failure
         (a timeout, an argument changed in place)."""
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
-        if self.call_limit is not None:     # a test's speed requirement: the runner's CPU seconds (serving.py)
-            message = dict(message, clock="cpu")
         message = self._watched(message, label, sent)
-        reply = self._request(message, limit, what)
+        reply = self._timed_request(message, limit, what) if self.call_limit else self._request(message, limit, what)
         if reply.get("ok") is True:
             self._believed(message.get("audit"), label)
             return self._value(reply, label, sent)
@@ -213,6 +214,21 @@ class Session:
         problem = self.audit.check(fd, nonce) if nonce else (self.audit.read(fd) or self.audit.problem)
         if problem and problem not in self.untrusted_reports:
             self.untrusted_reports = f"{self.untrusted_reports}; {problem}" if self.untrusted_reports else problem
+
+    def _timed_request(self, message: dict, limit: float, what: str) -> dict:
+        """A call under a test's speed requirement: the runner stops itself past ``limit`` CPU seconds
+        (``serving.py``), and the judge counts the sandbox's CPU seconds itself, from ``/proc``, so code that
+        silences the runner's timer (SIGPROF ignored or blocked) still fails past the limit."""
+        pid = getattr(getattr(self, "process", None), "pid", None)
+        before = processes.sandbox_cpu_seconds(pid) if pid is not None else None
+        reply = self._request(dict(message, clock="cpu"), limit, what)
+        after = processes.sandbox_cpu_seconds(pid) if before is not None else None
+        used = after - before if after is not None else 0.0
+        if used > limit * CPU_SLACK + CPU_SLACK_S:
+            self.trouble = self.trouble or Status.TIMEOUT
+            raise _check_failure(f"{what}: took {used:.1f} CPU seconds (counted by the grader, outside your process); "
+                                 f"the limit is {limit:g} s.\n{TIMEOUT_HINT}")
+        return reply
 
     def _request(self, message: dict, limit: float, what: str) -> dict:
         if not self.alive():

@@ -117,6 +117,23 @@ def kill_descendants() -> None:
                 pass
 
 
+def sandbox_cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user and system, of every thread, and of the children each has waited for) used so
+    far by ``pid`` and its live descendants, read from ``/proc`` here, outside the sandbox: nothing the
+    sandboxed code does changes what this reads. None when ``pid`` is gone."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for index, current in enumerate([pid] + _children(pid)):
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            if index == 0:
+                return None
+            continue
+        total += sum(int(value) for value in fields[11:15])   # utime, stime, cutime, cstime
+    return total / ticks
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     stack = [pid]

@@ -144,3 +144,48 @@ def test_forged_reports_earn_nothing_and_honest_libraries_keep_full_marks(tmp_pa
         assert said in page.replace("&#x27;", "'"), f"{student}: the feedback should say why"
     honest = (out / "feedback" / "honest" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "cannot check" not in honest and rows["honest"].flags == ""
+
+
+# --------------------------------------------------------------------------------------------------
+# A test's speed requirement (``probes.time_limit``) is CPU seconds counted by the runner's own timer
+# (SIGPROF); the judge also counts the sandbox's CPU seconds from /proc, outside the sandbox.
+
+TIMED_HIDDEN = '''# Hidden tests for double run when your notebook is graded.
+### BEGIN HIDDEN TESTS
+import torch
+from utils import checks, probes
+with probes.time_limit(1, "double on a small tensor"):
+    result = double(torch.arange(6.0))
+checks.assert_close(result, torch.arange(6.0) * 2, name="double")
+### END HIDDEN TESTS'''
+BURN = "    import time\n    start = time.process_time()\n    while time.process_time() - start < 3:\n        pass\n"
+SLOW = {"fast": ("import torch\ndef double(x):\n    return 2 * x\n", 3),
+        "slow": ("import torch\ndef double(x):\n" + BURN + "    return 2 * x\n", 1),
+        "slow_with_its_timer_silenced": ("import torch, signal\ndef double(x):\n"
+                                         "    signal.signal(signal.SIGPROF, signal.SIG_IGN)\n" + BURN
+                                         + "    return 2 * x\n", 1)}
+
+
+def test_silencing_the_runners_timer_is_static_readers_blind_spot():
+    assert tampering_for(SLOW["slow_with_its_timer_silenced"][0]) == []
+
+
+@pytest.mark.slow
+def test_a_timed_call_that_silences_the_runners_timer_still_fails_past_its_limit(tmp_path):
+    from autograder.batch.grading import grade
+    from autograder.course import submissions
+    from autograder.sandbox.limits import Limits
+    from conftest import TEST_SANDBOX
+    from fixture_course import answer, make_course
+
+    root = tmp_path / "course"
+    assignment = make_course(root, hidden=(TIMED_HIDDEN,))
+    for student, (code, _) in SLOW.items():
+        submissions.write(answer(assignment, root, code), root / "submitted" / student / "01_fixture" / "fixture.ipynb")
+    out = root / "out"
+    rows = {r.student_id: r for r in grade(root / "submitted", out, workers=2, progress=False,
+                                           solutions_dir=root / "solutions",
+                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX))}
+    assert {student: rows[student].score for student in SLOW} == {student: score for student, (_, score) in SLOW.items()}
+    page = (out / "feedback" / "slow_with_its_timer_silenced" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+    assert "CPU seconds (counted by the grader, outside your process); the limit is 1 s" in page
