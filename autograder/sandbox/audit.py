@@ -7,7 +7,7 @@ own imports and before any student code; Python offers no way to remove it. The 
 file descriptor inherited from the judge (``COURSE_AUDIT_FD``), with ``os.write``, the descriptor and
 everything else it uses bound when it was installed, so that rebinding ``os.write`` changes nothing:
 
-* ``flag <event> <where>``: the first time student code triggers an event of ``DANGER`` (or one starting
+* ``flag <event> at <where>``: the first time student code triggers an event of ``DANGER`` (or one starting
   with ``DANGER_PREFIXES``): ctypes, the garbage collector's object lists, frames (``sys._getframe``,
   ``tb_frame``, ``gi_frame``...), trace and profile hooks, code objects and functions built, ``__code__``
   or ``__defaults__`` replaced, data turned into code (``compile``, ``exec``, ``marshal``, ``pickle``),
@@ -21,7 +21,7 @@ everything else it uses bound when it was installed, so that rebinding ``os.writ
 course's packages (``trusted_roots``): the notebook's cells (``<ipython-input-...>``), the submission's
 own modules, code compiled at run time from a string. An event counts against the first frame above the
 stdlib helpers that hand out frames (``inspect.currentframe``, ``logging.currentframe``,
-``traceback.walk_tb``...), so ``warnings``, ``logging``, ``typing``, ``dataclasses``, imports of ``.pyc``
+``traceback.walk_tb``...) and above ctypes' and pickle's own frames (``ON_BEHALF``), so ``warnings``, ``logging``, ``typing``, ``dataclasses``, imports of ``.pyc``
 files and the libraries' own work do not flag. The judge reads the pipe after every watched reply
 (``judge.session``): a flag, a ``changed`` line, a line it cannot read, or no ``ok`` for its nonce makes
 the notebook's reports untrusted. If the descriptor no longer is the judge's pipe (closed, or another
