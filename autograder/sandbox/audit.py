@@ -30,6 +30,7 @@ file ``dup2``'d over it) the hook cannot speak, and kills its own process instea
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 
@@ -154,8 +155,10 @@ def install(fd: int, objects: dict | None = None) -> None:
 
 
 def _make_hook(fd, stat, roots, taken, _write=os.write, _fstat=os.fstat, _kill=os.kill, _getpid=os.getpid,
-               _frame=sys._getframe, _changes=changes, _str=str, _tuple=tuple):
-    state = {"busy": False, "said": set()}
+               _frame=sys._getframe, _changes=changes, _str=str, _thread=_thread.get_ident):
+    # The guard against the hook's own events (its sys._getframe) is per thread: one shared flag would let a
+    # thread of the student's slip an event past while another thread's event is being looked at.
+    state = {"busy": set(), "said": set()}
     identity = (stat.st_dev, stat.st_ino)
 
     def say(line: str) -> None:
@@ -168,9 +171,10 @@ def _make_hook(fd, stat, roots, taken, _write=os.write, _fstat=os.fstat, _kill=o
             _kill(_getpid(), 9)   # the judge can no longer be told: nothing this process reports is believed
 
     def hook(event, args):
-        if state["busy"]:
+        me = _thread()
+        if me in state["busy"]:
             return
-        state["busy"] = True
+        state["busy"].add(me)
         try:
             if event == CHECK_EVENT:
                 nonce = _str(args[0])[:64] if args else ""
@@ -182,7 +186,7 @@ def _make_hook(fd, stat, roots, taken, _write=os.write, _fstat=os.fstat, _kill=o
                     state["said"].add(event)
                     say(f"flag {_named(event, args)} at {where}")
         finally:
-            state["busy"] = False
+            state["busy"].discard(me)
 
     return hook
 
