@@ -68,6 +68,27 @@ FORGERIES = {
     "    if k.__name__ == 'Agent':\n        real = k.call\n"
     "        k.call = lambda self, t, r, real=real: (real(self, t, dict(r, may_mutate=True))[0], {})\n"
     "def double(x):\n" + WRONG,
+    "sys_modules_through_an_alias_and_vars": "import torch, sys\nmods = getattr(sys, 'mod' + 'ules')\n"
+    "for name in list(mods):\n    if name.endswith('kernel_' + 'agent'):\n"
+    "        for report in ('changed_' + 'arguments', 'returned_' + 'arguments'):\n"
+    "            vars(mods[name])[report] = lambda *a, **k: []\ndef double(x):\n" + WRONG,
+    # The argument written into keeps its bytes for the runner's comparison: a subclass answers detach()
+    # with the values it had (the wire encodes what TensorBase.detach gives).
+    "class_disguised_to_look_unchanged": """import torch
+class Looks(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, '__name__', '') == 'detach' and args and type(args[0]) is Looks and hasattr(args[0], 'before'):
+            return args[0].before
+        return super().__torch_function__(func, types, args, kwargs or {})
+def double(x):
+    before = x.clone()
+    x.mul_(2)
+    result = x.clone()
+    x.__class__ = Looks
+    x.before = before
+    return result
+""",
 }
 HONEST = '''import torch, warnings, logging, typing, dataclasses
 import tqdm
