@@ -180,6 +180,9 @@ def _make_hook(fd, stat, roots, taken, _write=os.write, _fstat=os.fstat, _kill=o
                 nonce = _str(args[0])[:64] if args else ""
                 found = _changes(taken)
                 say(f"changed {nonce} {', '.join(found)}" if found else f"ok {nonce}")
+            elif event == "open" and _foreign_bytecode(args, roots) and "bytecode" not in state["said"]:
+                state["said"].add("bytecode")   # whoever opens it: compiled code chooses the file it claims
+                say(f"flag compiled code loaded from {_str(args[0]).rpartition('/')[2][:80]}")
             elif event not in state["said"] and len(state["said"]) < MAX_FLAGS and _dangerous(event, args):
                 where = _student_frame(_frame(1), event, roots)
                 if where is not None:
@@ -195,6 +198,15 @@ def _named(event: str, args) -> str:
     """The event with what it was about: ``object.__getattr__`` of ``tb_frame``, ``import`` of which module."""
     about = args[1] if event.startswith("object.") and len(args) > 1 else args[0] if event == "import" and args else ""
     return f"{event} ({about})" if isinstance(about, str) and about else event
+
+
+def _foreign_bytecode(args, roots: tuple[str, ...]) -> bool:
+    """A ``.pyc`` file opened from outside the installation and the course's packages: its code objects would
+    carry whatever file name it was compiled with, a library's too (the submission's are not staged)."""
+    path = args[0] if args else None
+    # Plain string tests (os.path could be rebound): a relative path, or one that climbs out with "..", is foreign.
+    return isinstance(path, str) and path.endswith(".pyc") and not (path.startswith(roots) and "/../" not in path
+                                                                    and "/./" not in path)
 
 
 def _dangerous(event: str, args) -> bool:

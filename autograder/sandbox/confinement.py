@@ -148,7 +148,8 @@ def _shadows_a_module(name: str) -> bool:
 
 
 def copy_submission_files(source: Path, target: Path) -> list[str]:
-    """Copy a submission's own regular files (no notebooks, links, devices, or module-shadowing names).
+    """Copy a submission's own regular files (no notebooks, compiled ``.pyc`` files or ``__pycache__``
+    folders, links, devices, or module-shadowing names).
 
     Returns notes on what was left out.
     """
@@ -157,6 +158,8 @@ def copy_submission_files(source: Path, target: Path) -> list[str]:
         relative = path.relative_to(source)
         if path.suffix == ".ipynb" or ".ipynb_checkpoints" in relative.parts:
             continue
+        if path.suffix == ".pyc" or "__pycache__" in relative.parts:
+            continue   # compiled code names its own source file: the audit hook would take it for the library's
         if any((source / Path(*relative.parts[:i])).is_symlink() for i in range(1, len(relative.parts))):
             continue  # inside a linked folder: the link itself is reported below
         top = relative.parts[0]

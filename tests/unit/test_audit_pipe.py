@@ -139,3 +139,28 @@ def test_an_ended_pipe_counts_only_while_the_runner_lives():
     quiet.read(fd, ended_counts=False)
     os.close(fd)
     assert quiet.problem == ""
+
+
+def test_bytecode_from_outside_the_installation_is_flagged_whoever_loads_it(tmp_path):
+    """A sourceless ``.pyc`` carries the file name it was compiled with (a library's, if it likes), so its
+    code would pass for the library's: the import machinery opening it is flagged."""
+    import py_compile
+
+    source = tmp_path / "helper.py"
+    source.write_text("import gc\nX = len(gc.get_objects())\n")
+    py_compile.compile(str(source), cfile=str(tmp_path / "helper.pyc"), dfile=textwrap.__file__)
+    source.unlink()
+    lines = hook_lines(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport helper")
+    assert lines[0] == "flag compiled code loaded from helper.pyc", lines
+
+
+def test_the_submissions_compiled_files_are_not_staged(tmp_path):
+    from autograder.sandbox.confinement import copy_submission_files
+
+    (tmp_path / "src" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "src" / "helper.py").write_text("X = 1\n")
+    (tmp_path / "src" / "helper.pyc").write_bytes(b"\x00")
+    (tmp_path / "src" / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"\x00")
+    (tmp_path / "work").mkdir()
+    copy_submission_files(tmp_path / "src", tmp_path / "work")
+    assert sorted(p.name for p in (tmp_path / "work").rglob("*")) == ["helper.py"]
