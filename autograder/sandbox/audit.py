@@ -178,7 +178,8 @@ def _make_hook(fd, stat, roots, taken, _write=os.write, _fstat=os.fstat, _kill=o
         try:
             if event == CHECK_EVENT:
                 nonce = _str(args[0])[:64] if args else ""
-                found = _changes(taken)
+                forger = _student_frame(_frame(1), event, roots)   # only the runner's agent raises it
+                found = [f"{CHECK_EVENT} raised at {forger}"] if forger else _changes(taken)
                 say(f"changed {nonce} {', '.join(found)}" if found else f"ok {nonce}")
             elif event == "open" and _foreign_bytecode(args, roots) and "bytecode" not in state["said"]:
                 state["said"].add("bytecode")   # whoever opens it: compiled code chooses the file it claims

@@ -22,7 +22,8 @@ RUN = textwrap.dedent('''
     read, write = os.pipe()
     audit.install(write)
     runpy._run_code(cell, {"__name__": "__main__"})
-    sys.audit(audit.CHECK_EVENT, "n1")
+    import threading   # the check raised from a library frame, as the runner's agent raises it
+    threading.Thread(target=sys.audit, args=(audit.CHECK_EVENT, "n1")).run()
     os.close(write)
     sys.stdout.write(os.read(read, 65536).decode())
 ''')
@@ -97,8 +98,8 @@ def _checked(preload: str, cell: str) -> list[str]:
 
 
 def test_the_hook_kills_its_process_when_its_pipe_is_replaced():
-    script = RUN.replace('sys.audit(audit.CHECK_EVENT, "n1")', 'os.dup2(os.open(os.devnull, os.O_WRONLY), write)\n'
-                         'sys.audit(audit.CHECK_EVENT, "n1")\nprint("still here")')
+    check = 'threading.Thread(target=sys.audit, args=(audit.CHECK_EVENT, "n1")).run()'
+    script = RUN.replace(check, f'os.dup2(os.open(os.devnull, os.O_WRONLY), write)\n{check}\nprint("still here")')
     completed = subprocess.run([sys.executable, "-c", script, "pass"], capture_output=True, text=True, timeout=120)
     assert completed.returncode == -9 and "still here" not in completed.stdout
 
@@ -164,3 +165,9 @@ def test_the_submissions_compiled_files_are_not_staged(tmp_path):
     (tmp_path / "work").mkdir()
     copy_submission_files(tmp_path / "src", tmp_path / "work")
     assert sorted(p.name for p in (tmp_path / "work").rglob("*")) == ["helper.py"]
+
+
+def test_a_check_raised_by_student_code_is_not_an_answer():
+    lines = hook_lines("import sys\nsys.audit('course.check', 'n1')")
+    assert lines[0] == "changed n1 course.check raised at line 2 of a cell of your notebook", lines
+    assert lines[1] == "ok n1", "the runner's own check still answers"
