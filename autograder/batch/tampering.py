@@ -22,7 +22,8 @@ saying code was not read in full, ``grading.UNREAD``: it may hide one), which th
 fails every call whose verdict needs the runner's change report (``Session.untrusted_reports``).
 What this cannot prove (autograder/README.md, "Threat model"): a route it does not list (a library
 function that returns a module object and is then written through a name bound at run time, data
-turned into code by a library such as ``pickle``), which is why the list errs wide.
+turned into code by a library such as ``pickle``), which is why the list errs wide. The second layer
+watches the code as it runs: the runner's audit hook (``autograder/sandbox/audit.py``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import io
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ..sandbox.limits import Limits
 from . import wire, wire_decode
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
+from .audit_pipe import AuditPipe
 from .changes import argument_returned, changed_inputs, global_rng_used
 from .handles import Handle, Probes, StudentCodeError, exception_from
 from .hidden_values import HiddenInputs
@@ -29,6 +31,9 @@ HIDDEN_MARKER = "### BEGIN HIDDEN TESTS"   # nbgrader's marker (course.conventio
 MAX_RESTARTS = 6
 STARTUP_TIMEOUT_S = 120
 NOT_RUN = "NotRun"
+# The judge's own count of a timed call's CPU seconds includes what the runner does around the call (reading
+# the request, encoding the reply): a call fails on it only past the limit by this much.
+CPU_SLACK, CPU_SLACK_S = 1.1, 0.5
 TIMEOUT_HINT = "Hint: look for an endless loop, or work repeated inside a loop."
 
 
@@ -65,6 +70,7 @@ class Session:
         self.call_limit: tuple[float, str] | None = None
         self.trouble: str | None = None
         self.untrusted_reports = ""   # why the runner's reports of unchanged inputs cannot be believed
+        self.audit = AuditPipe()   # what the runner's audit hook saw (sandbox/audit.py)
         self.hidden_inputs = HiddenInputs()   # what hidden tests sent: hidden in every output after them
         self.in_hidden_test = False
 
@@ -77,6 +83,8 @@ class Session:
 
     def stop(self) -> None:
         if self.process is not None:
+            self.audit.read(getattr(self.process, "audit_fd", None), ended_counts=False)
+            self.audit.pending = b""
             processes.kill_group(self.process)
             self.process = None
 
@@ -161,12 +169,10 @@ class Session:
         """Send a call, return its value; raise what the student's code raised, or the test's failure
         (a timeout, an argument changed in place)."""
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
-        if self.call_limit is not None:     # a test's speed requirement: the runner's CPU seconds (serving.py)
-            message = dict(message, clock="cpu")
-        if sent is not None and self.untrusted_reports:
-            raise _check_failure(untrusted_message(label, self.untrusted_reports))
-        reply = self._request(message, limit, what)
+        message = self._watched(message, label, sent)
+        reply = self._timed_request(message, limit, what) if self.call_limit else self._request(message, limit, what)
         if reply.get("ok") is True:
+            self._believed(message.get("audit"), label)
             return self._value(reply, label, sent)
         error = reply.get("error")
         if type(error) is dict and error.get("type") == "KeyboardInterrupt":
@@ -177,6 +183,52 @@ class Session:
         if self.in_hidden_test and type(error) is dict:
             self.hidden_inputs.add_text(str(error.get("message", ""))[:MAX_ERROR_MESSAGE_CHARS])
         raise exception_from(error, label)
+
+    def _watched(self, message: dict, label: str, sent: tuple | None) -> dict:
+        """``message``, with a new nonce for the runner's audit hook to check the call with when its verdict
+        rests on the runner's reports (``sent``); such a call fails at once when they are already untrusted."""
+        if sent is None:
+            return message
+        if self._audit_fd() is not None:
+            self._audited("")
+            message = dict(message, audit=secrets.token_hex(8))
+        if self.untrusted_reports:
+            raise _check_failure(untrusted_message(label, self.untrusted_reports))
+        return message
+
+    def _believed(self, nonce: str | None, label: str) -> None:
+        """Fail a watched call (``nonce``) unless the audit hook checked it and saw nothing wrong so far."""
+        if nonce is None:
+            return
+        self._audited(nonce)
+        if self.untrusted_reports:
+            raise _check_failure(untrusted_message(label, self.untrusted_reports))
+
+    def _audit_fd(self) -> int | None:
+        return getattr(getattr(self, "process", None), "audit_fd", None)
+
+    def _audited(self, nonce: str) -> None:
+        """Read what the runner's audit hook wrote; ``nonce``: the call it must have checked. Anything wrong
+        makes the notebook's reports untrusted, as the grader's reading of its source does (``tampering``)."""
+        fd = self._audit_fd()
+        problem = self.audit.check(fd, nonce) if nonce else (self.audit.read(fd) or self.audit.problem)
+        if problem and problem not in self.untrusted_reports:
+            self.untrusted_reports = f"{self.untrusted_reports}; {problem}" if self.untrusted_reports else problem
+
+    def _timed_request(self, message: dict, limit: float, what: str) -> dict:
+        """A call under a test's speed requirement: the runner stops itself past ``limit`` CPU seconds
+        (``serving.py``), and the judge counts the sandbox's CPU seconds itself, from ``/proc``, so code that
+        silences the runner's timer (SIGPROF ignored or blocked) still fails past the limit."""
+        pid = getattr(getattr(self, "process", None), "pid", None)
+        before = processes.sandbox_cpu_seconds(pid) if pid is not None else None
+        reply = self._request(dict(message, clock="cpu"), limit, what)
+        after = processes.sandbox_cpu_seconds(pid) if before is not None else None
+        used = after - before if after is not None else 0.0
+        if used > limit * CPU_SLACK + CPU_SLACK_S:
+            self.trouble = self.trouble or Status.TIMEOUT
+            raise _check_failure(f"{what}: took {used:.1f} CPU seconds (counted by the grader, outside your process); "
+                                 f"the limit is {limit:g} s.\n{TIMEOUT_HINT}")
+        return reply
 
     def _request(self, message: dict, limit: float, what: str) -> dict:
         if not self.alive():

@@ -64,6 +64,7 @@ from .limits import RUNNER_LOG_BYTES, SANDBOX_MAX_TASKS, Limits
 from .processes import copy_capped, start_thread, watch_sandbox
 from . import cgroups
 from .memory_watch import sandbox_mb
+from .audit import AUDIT_FD_VARIABLE
 
 
 class RunnerCannotStart(RuntimeError):
@@ -147,7 +148,8 @@ def _shadows_a_module(name: str) -> bool:
 
 
 def copy_submission_files(source: Path, target: Path) -> list[str]:
-    """Copy a submission's own regular files (no notebooks, links, devices, or module-shadowing names).
+    """Copy a submission's own regular files (no notebooks, compiled ``.pyc`` files or ``__pycache__``
+    folders, links, devices, or module-shadowing names).
 
     Returns notes on what was left out.
     """
@@ -156,6 +158,8 @@ def copy_submission_files(source: Path, target: Path) -> list[str]:
         relative = path.relative_to(source)
         if path.suffix == ".ipynb" or ".ipynb_checkpoints" in relative.parts:
             continue
+        if path.suffix == ".pyc" or "__pycache__" in relative.parts:
+            continue   # compiled code names its own source file: the audit hook would take it for the library's
         if any((source / Path(*relative.parts[:i])).is_symlink() for i in range(1, len(relative.parts))):
             continue  # inside a linked folder: the link itself is reported below
         top = relative.parts[0]
@@ -277,18 +281,24 @@ def start_runner(scratch: Path, limits: Limits, hide: list[Path], log) -> subpro
     command, env = _sandboxed([sys.executable, "-m", "autograder.sandbox.runner"], scratch, limits, hide)
     group = sandbox_cgroup(limits)
     read_end, write_end = os.pipe()
+    audit_read, audit_write = os.pipe()   # the runner's audit hook speaks on it (sandbox/audit.py)
+    os.set_blocking(audit_read, False)
+    env[AUDIT_FD_VARIABLE] = str(audit_write)
     try:
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end,
-                                   cwd=scratch, env=env, start_new_session=True,
+                                   cwd=scratch, env=env, start_new_session=True, pass_fds=(audit_write,),
                                    preexec_fn=_limit_resources(limits, group))
     except BaseException:
         os.close(read_end)
+        os.close(audit_read)
         if group is not None:
             group.remove()
         raise
     finally:
         os.close(write_end)
+        os.close(audit_write)
     process.cgroup = group     # processes.kill_group removes it; the session reads why the kernel stopped it
+    process.audit_fd = audit_read   # read by the session (judge.session.AuditPipe), closed by processes.kill_group
     start_thread(copy_capped, read_end, os.dup(log.fileno()), RUNNER_LOG_BYTES)
     start_thread(watch_sandbox, process, limits.memory_mb * 1024 * 1024, SANDBOX_MAX_TASKS)
     return process

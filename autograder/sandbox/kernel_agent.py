@@ -30,8 +30,10 @@ import traceback
 
 from ..judge import wire, wire_decode
 from ..judge.protocol import MAX_ERROR_MESSAGE_CHARS
+from .audit import CHECK_EVENT
 
 MAX_REFS = 10_000
+_audit = sys.audit   # bound before any student code runs; were this rebound, no check would answer the judge
 
 
 class Agent:
@@ -87,12 +89,18 @@ class Agent:
         kwargs = self.value(sent_kwargs)
         before = global_rng_states() if given_a_generator(args, kwargs) else None
         result = _quietly(target, args, kwargs)
+        nonce = request.get("audit")
+        watched = type(nonce) is str
+        if watched:   # the machinery the reports are computed with, checked by the audit hook (sandbox/audit.py)
+            _audit(CHECK_EVENT, nonce)
         observed = {}
         if before is not None:
             observed["global_rng"] = global_rngs_changed(before)
         if request.get("may_mutate") is not True:
             observed["changed"] = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
             observed["returned_argument"] = returned_arguments(target, result, args, kwargs)
+        if watched:   # again after the reports: code they ran (a student's __eq__) may have rebound something
+            _audit(CHECK_EVENT, nonce)
         return result, {name: found for name, found in observed.items() if found}
 
     # -- requests ------------------------------------------------------------------------------

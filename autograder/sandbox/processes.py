@@ -82,6 +82,10 @@ def kill_group(process: subprocess.Popen) -> None:
     group = getattr(process, "cgroup", None)
     if group is not None:
         group.remove()
+    audit_fd = getattr(process, "audit_fd", None)
+    if audit_fd is not None:
+        process.audit_fd = None
+        os.close(audit_fd)
 
 
 def become_subreaper() -> None:
@@ -111,6 +115,23 @@ def kill_descendants() -> None:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
+
+
+def sandbox_cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds (user and system, of every thread, and of the children each has waited for) used so
+    far by ``pid`` and its live descendants, read from ``/proc`` here, outside the sandbox: nothing the
+    sandboxed code does changes what this reads. None when ``pid`` is gone."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for index, current in enumerate([pid] + _children(pid)):
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            if index == 0:
+                return None
+            continue
+        total += sum(int(value) for value in fields[11:15])   # utime, stime, cutime, cstime
+    return total / ticks
 
 
 def _children(pid: int) -> list[int]:

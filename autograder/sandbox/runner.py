@@ -26,6 +26,7 @@ import sys
 
 from ..judge.protocol import MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_IMAGE_CHARS
 from ..judge.serving import TimeLimit, serve
+from . import audit
 
 
 def _course_paths_first() -> None:
@@ -66,6 +67,14 @@ def main() -> int:
     return 0
 
 
+def _watch_student_code(agent) -> None:
+    """The audit hook (``audit``), on the descriptor the judge passed, once the runner's own imports are done
+    and before any student code runs; it also watches the agent's own attributes (a method set on it)."""
+    fd = os.environ.pop(audit.AUDIT_FD_VARIABLE, "")
+    if fd.isdigit():
+        audit.install(int(fd), {"the agent": (vars(agent), ("next_id",))})
+
+
 def _answerer():
     """The function answering each request: ``run`` runs a cell in an IPython shell, every other op
     goes to the judge's call protocol (``kernel_agent.Agent``) over the same namespace."""
@@ -81,7 +90,10 @@ def _answerer():
     import numpy  # noqa: F401
     import torch  # noqa: F401
     import utils  # noqa: F401
+    import utils.checks  # noqa: F401 - loaded before the audit hook's snapshot, which then watches them
+    import utils.probes  # noqa: F401
     agent = Agent(shell.user_ns)
+    _watch_student_code(agent)
 
     def answer(request: dict) -> dict:
         if request.get("op") == "run":
