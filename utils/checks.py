@@ -523,6 +523,20 @@ def assert_kept_on_meta(report: Any, *, name: str, hint: str | None = None, valu
         _fail(name, f"with its tensors on the meta device, the call gave {seen}.", hint)
 
 
+def assert_kept_on_fake_cuda(report: Any, *, name: str, hint: str | None = None) -> None:
+    """Check a report of ``utils.fake_cuda.result_device_on_fake_cuda``: with its tensors labelled ``cuda:0``
+    (their values kept, so code that reads values is judged too), the call's result is on that device. A result on
+    the CPU, a device mismatch (as a GPU would raise), another exception or no tensor fails, with the report as the
+    problem; ``"unsupported"`` (the code reached CUDA itself, which a CPU build cannot emulate) is not judged."""
+    __tracebackhide__ = True
+    if type(report) is not dict:
+        raise TypeError(f"assert_kept_on_fake_cuda takes the dict utils.fake_cuda returns, not {type(report).__name__}")
+    outcome = report.get("outcome")
+    if not (outcome == "unsupported" or (outcome == "device" and report.get("device") == "cuda")):
+        seen = _short(report) if values_shown() else _plain_words(report.get("outcome"), report.get("device"))
+        _fail(name, f"with its tensors on a GPU (emulated: cuda:0 with the values kept), the call gave {seen}.", hint)
+
+
 def _plain_words(*words: Any) -> str:
     """Words of a report the student's process made, shown only where they are plain short words."""
     __tracebackhide__ = True
