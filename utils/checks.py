@@ -493,6 +493,32 @@ def assert_raises(
     raise AssertionError  # unreachable
 
 
+def assert_error_boundary(
+    expected_error: type[BaseException],
+    call: Callable[[Any], Any],
+    *,
+    raises: Sequence[Any],
+    allowed: Sequence[Any],
+    name: str,
+    hint: str | None = None,
+) -> None:
+    """Check a declared error condition on both sides of its boundary: ``call(value)`` raises ``expected_error``
+    for every value of ``raises`` (the boundary itself where it is excluded, and one past it, so that a check
+    written as ``== 0`` for "< 1" shows) and returns normally for every value of ``allowed`` (just inside, so that
+    ``<= 1`` for "< 1" shows). ``call`` takes the one value that varies, e.g.
+    ``lambda n: bits_per_byte(1.0, n, "abc")``; the values, single numbers, are shown in the messages."""
+    __tracebackhide__ = True
+    for value in raises:
+        assert_raises(expected_error, call, value, name=f"{name} = {value!r} (outside the allowed range)", hint=hint)
+    for value in allowed:
+        try:
+            call(value)
+        except Exception as error:  # noqa: BLE001 - any exception on the allowed side is the failure reported
+            said = f": {error}" if values_shown() else ""
+            _fail(f"{name} = {value!r} (just inside the allowed range)",
+                  f"expected no error, but it raised {type(error).__name__}{said}", hint)
+
+
 def assert_true(condition: Any, *, name: str, problem: str, hint: str | None = None) -> None:
     """Check a plain boolean condition; ``problem`` says what is wrong when it is false."""
     __tracebackhide__ = True
