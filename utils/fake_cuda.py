@@ -27,21 +27,28 @@ ones (a CPU 0-dim tensor may meet a CUDA one; copies and ``.to`` cross devices; 
 tensor); where PyTorch is laxer for some operation, a correct answer could be refused here, so tests use it on
 the operations of the exercise they check.
 
-A test instrument, built where the student's code runs with
-``probes.make("utils.fake_cuda.result_device_on_fake_cuda", fn, *args)``; it returns plain data, read in the test
-by ``checks.assert_kept_on_fake_cuda``. Students receive it as it is.
+Tensors PyTorch makes inside its C++ operators with a labelled tensor's options (``scaled_dot_product_attention``'s
+workspace) are made on the CPU and labelled too (``_FactoriesOnLabel``, a dispatch-level mode).
+
+Test instruments, built where the student's code runs with
+``probes.make("utils.fake_cuda.result_device_on_fake_cuda", fn, *args)`` or
+``probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", module, *args)``; they return plain data, read in
+the test by ``checks.assert_kept_on_fake_cuda``. Students receive them as they are.
 """
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 LABEL = torch.device("cuda", 0)
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 # What this CPU build says when code reaches CUDA itself: the emulation's limit, not the answer's mistake.
-UNSUPPORTED_MESSAGES = ("not compiled with CUDA", "not linked with support for cuda")
+UNSUPPORTED_MESSAGES = ("not compiled with CUDA", "not linked with support for cuda", "from the 'CUDA' backend")
 # Operations that take CPU indices (and values) for a CUDA tensor, or copy between devices.
 _INDEXING = {"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"}
 _CROSS_DEVICE = {"aten::copy_", "aten::_to_copy", "aten::_copy_from", "aten::_copy_from_and_resize"}
@@ -204,6 +211,18 @@ class LabelledCuda(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class _FactoriesOnLabel(TorchDispatchMode):
+    """While active: an operator that makes a tensor on ``cuda`` from inside PyTorch's C++ (``at::empty`` with a
+    query's options, as ``scaled_dot_product_attention`` does), which never passes the Python-level mode above,
+    makes it on the CPU and labels it."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if _is_cuda(kwargs.get("device")) and not any(isinstance(t, torch.Tensor) for t in tree_flatten(args)[0]):
+            return _label_all(func(*args, **{**kwargs, "device": torch.device("cpu")}))
+        return func(*args, **kwargs)
+
+
 def _made_on_label(func, args, kwargs):
     """A factory call asked for on ``cuda`` (``torch.zeros(..., device=x.device)``), made on the CPU; a CPU
     generator is refused, as CUDA refuses it."""
@@ -228,7 +247,7 @@ def result_device_on_fake_cuda(fn, *args, **kwargs) -> dict:
     labelled_args = [_label_all(_copy_tensors(a)) for a in args]
     labelled_kwargs = {k: _label_all(_copy_tensors(v)) for k, v in kwargs.items()}
     try:
-        with LabelledCuda():
+        with LabelledCuda(), _FactoriesOnLabel():
             result = fn(*labelled_args, **labelled_kwargs)
             return _result_report(result)
     except Exception as error:  # noqa: BLE001 - every failure is reported, none is raised into the test
@@ -260,3 +279,22 @@ def _error_report(error: Exception) -> dict:
     if any(text in str(error) for text in device_words):
         return {"outcome": "mismatch", "error": message}
     return {"outcome": "raised", "error": message}
+
+
+def module_output_device_on_fake_cuda(module, *args, **kwargs) -> dict:
+    """``result_device_on_fake_cuda`` for a module's forward pass: a copy of ``module`` whose parameters and
+    buffers are labelled copies (a tied weight stays one tensor), called on labelled ``args``; the module itself is
+    left as it was. A tensor kept as a plain attribute stays on the CPU, as ``module.to("cuda")`` would leave it.
+    The copy's parameters record no gradients."""
+    labelled = copy.deepcopy(module)
+    made: dict[int, torch.Tensor] = {}
+    for submodule in labelled.modules():
+        for name, tensor in list(submodule._parameters.items()) + list(submodule._buffers.items()):
+            if tensor is None:
+                continue
+            if id(tensor) not in made:
+                inner = LabelledTensor(tensor.detach().clone())
+                made[id(tensor)] = torch.nn.Parameter(inner, requires_grad=False) if name in submodule._parameters else inner
+            table = submodule._parameters if name in submodule._parameters else submodule._buffers
+            table[name] = made[id(tensor)]
+    return result_device_on_fake_cuda(labelled, *args, **kwargs)

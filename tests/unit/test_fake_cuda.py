@@ -100,3 +100,39 @@ def test_assert_kept_on_fake_cuda_passes_cuda_and_unsupported_and_fails_the_rest
     with checks.values_withheld(), pytest.raises(checks.CheckFailure) as failed:
         checks.assert_kept_on_fake_cuda({"outcome": "mismatch", "error": "0.4963 quiet"}, name="hidden")
     assert "0.4963" not in str(failed.value) and "'mismatch'" in str(failed.value)
+
+
+def test_pytorch_attention_made_in_cpp_keeps_the_label():
+    q = torch.randn(1, 2, 4, 8)
+    seen = result_device_on_fake_cuda(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True), q)
+    assert seen == CUDA_RESULT
+
+
+class _Positions(torch.nn.Module):
+    """A tied table and a position embedding; ``on_device`` says whether the positions are made on idx's device."""
+
+    def __init__(self, on_device, reads_ids=False):
+        super().__init__()
+        self.tok, self.pos = torch.nn.Embedding(7, 4), torch.nn.Embedding(5, 4)
+        self.head = torch.nn.Linear(4, 7, bias=False)
+        self.head.weight = self.tok.weight
+        self.register_buffer("scale", torch.ones(4))
+        self.on_device, self.reads_ids = on_device, reads_ids
+
+    def forward(self, idx):
+        if self.reads_ids and int(idx.max()) >= 7:      # reads values: the meta probe says "needs values"
+            raise ValueError("id out of range")
+        where = {"device": idx.device} if self.on_device else {}
+        return self.head((self.tok(idx) + self.pos(torch.arange(idx.shape[1], **where))) * self.scale)
+
+
+def test_a_module_is_labelled_whole_and_left_as_it_was():
+    from utils.fake_cuda import module_output_device_on_fake_cuda
+    from utils.meta_device import module_output_device_on_meta
+
+    model, idx = _Positions(on_device=True, reads_ids=True), torch.tensor([[1, 2, 3]])
+    assert module_output_device_on_fake_cuda(model, idx) == CUDA_RESULT
+    assert model.tok.weight.device.type == "cpu" and model.head.weight is model.tok.weight
+    wrong = _Positions(on_device=False, reads_ids=True)
+    assert module_output_device_on_meta(wrong, idx)["outcome"] == "needs values"     # the escape
+    assert module_output_device_on_fake_cuda(wrong, idx)["outcome"] == "mismatch"
