@@ -136,3 +136,17 @@ def test_a_module_is_labelled_whole_and_left_as_it_was():
     wrong = _Positions(on_device=False, reads_ids=True)
     assert module_output_device_on_meta(wrong, idx)["outcome"] == "needs values"     # the escape
     assert module_output_device_on_fake_cuda(wrong, idx)["outcome"] == "mismatch"
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda ids, v: torch.nn.functional.one_hot(ids.long(), v).float(), (torch.tensor([[2, 0], [1, 3]]), 5)),
+    (lambda ids, v: torch.eye(v, device=ids.device)[ids], (torch.tensor([[2, 0], [1, 3]]), 5)),
+    (lambda p: torch.diag_embed(p) - torch.einsum("...i,...j->...ij", p, p), (torch.tensor([[0.2, 0.8], [1.0, 0.0]]),)),
+    (lambda s, t: torch.where(torch.arange(t, device=s.device) > 1, torch.tensor(float("-inf"), device=s.device), s),
+     (torch.randn(3, 4), 4)),
+    (lambda d, t, b, g: tuple(d.unfold(0, t + 1, 1)[torch.randint(len(d) - t, (b,), generator=g)].clone().split(t, -1)[:1]),
+     (DATA, 7, 5, torch.Generator().manual_seed(0)))])
+def test_right_answers_in_other_words_stay_on_the_label(fn, args):
+    """PyTorch's composite operators (one_hot, einsum, unfold) make their tensors in C++ with the input's options:
+    those are labelled too, so a right answer is never counted against."""
+    assert result_device_on_fake_cuda(fn, *args) == CUDA_RESULT
