@@ -3,8 +3,9 @@
 nbgrader's feedback template loads MathJax from a CDN, which the page's Content-Security-Policy
 forbids (no scripts, no remote loads), so formulas would show as raw LaTeX. ``readable_page`` renders
 them here, offline, as text (Greek letters and operators in Unicode, sub- and superscripts, fractions
-as a/b; the LaTeX source stays in the span's title), removes the script tags, names each entry of the
-summary box after its exercise, and makes long message lines wrap.
+as a/b; the LaTeX source stays in the span's title; a tag's attributes are left alone, so a heading's anchor
+keeps its formula as text rather than a span), removes the script tags and nbgrader's empty comment boxes,
+names each entry of the summary box after its exercise, and makes long message lines wrap.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ span.math sub, span.math sup { font-size: 75%; }
 _MATHJAX = re.compile(r"<!-- Loading mathjax macro -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
 _SCRIPTS = re.compile(r"<script\b[^>]*>.*?</script>", re.DOTALL | re.IGNORECASE)
 _MATH_OR_VERBATIM = re.compile(
-    r"(?P<verbatim><(?P<tag>pre|code|style|textarea)\b.*?</(?P=tag)>)"
+    r"(?P<verbatim><(?P<tag>pre|code|style|textarea)\b.*?</(?P=tag)>|<[A-Za-z/!][^<>]*>)"
     r"|\$\$(?P<display>[^<>]+?)\$\$|\\\[(?P<display2>[^<>]+?)\\\]"
     r"|(?<![\\$\w])\$(?=\S)(?P<inline>[^$<>]*?[^\s\\$])\$(?![\w$])|\\\((?P<inline2>[^<>]+?)\\\)",
     re.DOTALL | re.IGNORECASE)
+_NO_COMMENT = re.compile(r'<div class="panel-footer">\s*<div>\s*<b>Comments:</b>\s*<p>No response\.</p>\s*</div>\s*</div>')
+_COMMENT_ANCHOR = re.compile(r'<a name="comment-([A-Za-z0-9_-]+)"></a>')
 _TOC_ENTRY = re.compile(r'(<li><a href="#)([A-Za-z0-9_-]+)(">)Test cell(</a>)')
 
 _SYMBOLS = {
@@ -60,12 +63,34 @@ def readable_page(text: str) -> str:
     text = _MATHJAX.sub("", text)
     text = _SCRIPTS.sub("", text)
     text = text.replace("</head>", PAGE_STYLE + "\n</head>", 1)
+    text = without_empty_comments(text)
     text = _TOC_ENTRY.sub(lambda m: m.group(1) + m.group(2) + m.group(3) + html.escape(cell_title(m.group(2)))
                           + m.group(4), text)
     head, marker, body = text.partition("<body")
     if not marker:
         return text
     return head + marker + _MATH_OR_VERBATIM.sub(_math_span, body)
+
+
+def without_empty_comments(text: str) -> str:
+    """The page without nbgrader's empty comment boxes: each answer cell gets a "Comments: No response."
+    footer and a "Comment" entry in the summary for an instructor's manual comment, which an autograded
+    course never writes (six empty entries on a page, issue 51). A comment someone wrote is kept, with its
+    entry."""
+    parts = _COMMENT_ANCHOR.split(text)   # [before, id, panel..., id, panel..., ...]
+    empty = []
+    for at in range(1, len(parts), 2):
+        panel = parts[at + 1]
+        footer = panel.find('<div class="panel-footer">')
+        match = _NO_COMMENT.match(panel, footer) if footer >= 0 else None
+        if match:
+            parts[at + 1] = panel[:match.start()] + panel[match.end():]
+            empty.append(parts[at])
+        parts[at] = f'<a name="comment-{parts[at]}"></a>'
+    text = "".join(parts)
+    for grade_id in empty:
+        text = text.replace(f'<li><a href="#comment-{grade_id}">Comment</a></li>', "", 1)
+    return text
 
 
 def cell_title(grade_id: str) -> str:

@@ -25,7 +25,7 @@ from ..course.course_directory import course_config
 from .feedback_bounds import MAX_FEEDBACK_PAGE_BYTES, shortened_count
 from .feedback_page import readable_page
 from ..judge.outputs import error_output
-from ..judge.protocol import JudgeResult, Status
+from ..judge.protocol import REFERENCE_NOTE_PATTERN, JudgeResult, Status
 from .report import GradeRow
 from ..course.text import clean_text
 
@@ -107,8 +107,16 @@ class RedactHiddenTests(NbGraderPreprocessor):
             text = f"Hidden tests {verdict}."
             if failed:
                 text += "\n" + str(failed[0].get("evalue", ""))[:2000]
+            text += "".join("\n" + o["text"].rstrip("\n") for o in cell.get("outputs", [])[:1]
+                            if not failed and _is_reference_note(o))
             cell.outputs = [new_output("stream", name="stdout", text=text + "\n")]
         return cell, resources
+
+
+def _is_reference_note(output) -> bool:
+    """The judge's note on a hidden test passed with the course's code for an earlier part (``judge.second_pass``)."""
+    return (output.get("output_type") == "stream" and isinstance(output.get("text"), str)
+            and REFERENCE_NOTE_PATTERN.fullmatch(output["text"]) is not None)
 
 
 class EscapeStudentText(NbGraderPreprocessor):
@@ -198,7 +206,9 @@ def write_feedback(job: Job, api, root: Path, out_dir: Path) -> None:
 _UNREADABLE_ADVICE = {
     Status.MISSING_NOTEBOOK: "No notebook was found in your submission, so none of its tests ran. Upload the notebook itself.",
     Status.INVALID_NOTEBOOK: "The file could not be read as a notebook, so none of its tests ran. "
-                             "Open it in Jupyter, save it again, and resubmit it.",
+                             "If Jupyter still opens your copy, save it there and resubmit that file; if the file is cut "
+                             "short or damaged (Jupyter cannot open it either), resubmit your last good copy: JupyterLab "
+                             "keeps one beside the notebook in the hidden .ipynb_checkpoints folder.",
     Status.INVALID_SUBMISSION: "The grader could not use the folder you submitted, so none of the notebook's tests ran. "
                                "Submit the notebook and the files it reads, not a whole folder tree, and resubmit.",
 }
@@ -210,7 +220,7 @@ def too_large_page(row: GradeRow, path: Path, size: int) -> None:
     title = html.escape(f"{clean_text(row.assignment)}: {clean_text(row.student_id)}")
     text = (f"<!DOCTYPE html>\n<html><head>\n{CSP}\n<meta charset=\"utf-8\"><title>{title}</title></head>\n"
             f"<body><h1>{title}</h1>\n<p>Your notebook was graded ({html.escape(row.status)}), but its feedback page "
-            f"would have been {size / 2**20:.0f} MB, over the {MAX_FEEDBACK_PAGE_BYTES // 2**20} MB the grader writes "
+            f"would have been {size / 2**20:.0f} MB, over the {MAX_FEEDBACK_PAGE_BYTES // 2**20} MB the grader writes. "
             "Ask your instructor for your test results.</p>\n</body></html>\n")
     path.write_text(text, encoding="utf-8")
 

@@ -119,8 +119,10 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
         elif cell.source not in release_code:
             run_indices.append(index)   # the student's own cell (demo cells of the course are not re-run)
     cells = [dict(cell_type=c.cell_type, source=c.source, metadata=dict(c.metadata)) for c in prepared.cells]
+    references, upstream, exercise_of = conventions.reference_answers(source_nb)   # the judge's second pass
     job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
-                             str(files_dir) if files_dir else None, [str(p) for p in hide], _tampering(job.row.flags))
+                             str(files_dir) if files_dir else None, [str(p) for p in hide], _tampering(job.row.flags),
+                             references, upstream, exercise_of)
 
 
 def _tampering(flags: str) -> str:

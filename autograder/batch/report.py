@@ -59,15 +59,16 @@ def write_csv(rows: list[GradeRow], path: Path) -> None:
 
 
 def self_grading_bundles() -> list[Path]:
-    """The public edition's self-grading bundles in the installed grader (they hold the hidden tests,
-    and the sandbox can read the grader's own package)."""
+    """The public edition's self-grading bundles in the installed grader (they hold the hidden tests and the
+    course's code of the exercises later ones use, and the sandbox can read the grader's own package)."""
     return sorted((Path(__file__).resolve().parents[1] / "selfgrade").glob("*.bin"))
 
 
 BUNDLES_REFUSAL = ("this is the public edition of the course: autograder/selfgrade/*.bin ({count} file(s)) hold the "
-                   "hidden tests, and a student's code can read them from inside the sandbox. For a graded class, "
-                   "build the private edition first: python -m autograder build --no-self-grading (it removes "
-                   "them), or pass --allow-self-grading-bundles to grade anyway (self-study, trusted code).")
+                   "hidden tests and some of the course's answers, and a student's code can read them from inside "
+                   "the sandbox. For a graded class, build the private edition first: python -m autograder build "
+                   "--no-self-grading (it removes them), or pass --allow-self-grading-bundles to grade anyway "
+                   "(self-study, trusted code).")
 NO_SANDBOX_WARNING = ("WARNING: graded with --sandbox none: each student's code ran with the grader's own rights. "
                       "One student can rewrite the grader's files and zero the next student, and read the "
                       "solutions. Trust these grades only for code you trust, or inside a container.")
@@ -80,7 +81,8 @@ def summary_warnings(limits: Limits, bundles: list[Path]) -> list[str]:
         lines.append(NO_SANDBOX_WARNING)
     if bundles:
         lines.append(f"WARNING: graded with the self-grading bundles present ({len(bundles)} file(s) in "
-                     f"{bundles[0].parent}): students could read the hidden tests. For a graded class: "
+                     f"{bundles[0].parent}): students could read the hidden tests and some answers. For a graded "
+                     "class: "
                      "python -m autograder build --no-self-grading")
     return lines
 

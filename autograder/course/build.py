@@ -42,6 +42,10 @@ def tidy_source_notebook(nb) -> None:
     if len(setup_cells) != 1:
         raise BuildError(f"expected exactly one set-up cell (grade_id {SETUP_GRADE_ID!r}), found {len(setup_cells)}")
     setup_cells[0].source = setup_cell_source()
+    # Its code is an installer (about 110 lines): folded in JupyterLab, Notebook 7 and VS Code, where a
+    # student reads the prose and runs it; unfolded with a click.
+    metadata = {**setup_cells[0].metadata, "jupyter": {"source_hidden": True}}
+    setup_cells[0].metadata = nbformat.from_dict(dict(sorted(metadata.items())))   # as nbformat writes it
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []

@@ -208,6 +208,19 @@ def exercise_dependencies(nb) -> dict[str, tuple[str, ...]]:
     return closed
 
 
+def reference_answers(nb) -> tuple[dict[str, str], dict[str, list[str]], dict[str, str]]:
+    """What the judge needs to charge a mistake where it is made (the second pass, ``judge.second_pass``), from
+    a solution notebook: the course's code of each exercise that a later one uses (markers stripped), each
+    exercise's upstream exercises (``exercise_dependencies``, only those that have some) and the exercise of
+    each graded test cell, by grade id. Solution code: it goes to the judge only, never to a student."""
+    upstream = {name: list(used) for name, used in exercise_dependencies(nb).items() if used}
+    used = {name for names in upstream.values() for name in names}
+    found = exercises(nb)
+    references = {e.name: strip_solution_markers(nb.cells[e.solution_index].source) for e in found if e.name in used}
+    exercise_of = {grade_id(nb.cells[index]): e.name for e in found for index in e.test_indices}
+    return references, upstream, exercise_of
+
+
 def _only_cell(nb, index: int):
     return nbformat.v4.new_notebook(cells=[nb.cells[index]])
 

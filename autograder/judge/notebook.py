@@ -15,11 +15,13 @@ from pathlib import Path
 from ..sandbox import confinement
 from .protocol import AHEAD_PREFIX, CellResult, JudgeJob, JudgeResult, RunnerSpec, Status
 from .outputs import keep_within_budget
+from .second_pass import second_pass
 from .session import CellOutcome, Session
 from .workspace import START_FAILURES, Workspace
 
 SETUP_TIMEOUT_S = 120   # the set-up cell (imports; on a busy machine that can take a while)
 RUNNER_START = "runner start (sandbox, Python)"
+SECOND_PASS = "second pass (tests judged again with the course's earlier parts)"
 # Work done before the job arrived, while the grader was busy with the previous notebook: reported
 # apart from the other timings, which add up to the time the job took.
 RUNNER_STARTED_AHEAD = AHEAD_PREFIX + "runner start, overlapped with the previous notebook"
@@ -57,6 +59,7 @@ class _Walk:
 def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeResult:
     """Run a job (built by ``autograder.batch.preparation.prepare_job``) and return the notebook's result, in
     ``workspace`` (a runner started ahead, used if it suits the job) or a fresh one; closes it."""
+    begun = time.perf_counter()
     walk = _Walk()
     if workspace is not None and not workspace.suits(job):
         workspace.close()
@@ -78,6 +81,10 @@ def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeRe
         for index, cell in enumerate(job.cells):
             if cell.get("cell_type") == "code":
                 _judge_cell(job, space.session, walk, index, cell)
+    # After the first runner is gone (no two runners' memory at once): the failures an earlier exercise caused.
+    started = time.perf_counter()
+    second_pass(job, walk.cells, begun, SETUP_TIMEOUT_S)
+    walk.timings[SECOND_PASS] = time.perf_counter() - started
     return walk.result()
 
 

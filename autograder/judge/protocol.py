@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -78,6 +79,16 @@ def _str_list(value, what: str) -> list[str]:
     return list(value)
 
 
+def _str_map(value, what: str) -> dict:
+    _require(type(value) is dict and all(type(v) is str for v in value.values()), f"{what} must map to strings")
+    return dict(value)
+
+
+def _upstream(value) -> dict:
+    _require(type(value) is dict, "upstream must be an object")
+    return {name: _str_list(used, "upstream's lists") for name, used in value.items()}
+
+
 def _limits(value) -> Limits:
     _require(type(value) is dict, "limits must be an object")
     try:
@@ -116,7 +127,9 @@ class JudgeJob:
     runs ``run_indices`` in the runner (``answer_cells`` among them: trouble there sets the status),
     labels them in messages with ``cell_labels`` (index as a string -> words), binds ``names`` to
     handles in each graded cell, copies ``submission_dir`` (if any) for the runner, and hides ``hide``
-    from it.
+    from it. ``references`` (exercise -> the course's code, for exercises a later one uses), ``upstream``
+    (exercise -> the earlier exercises its solution uses) and ``exercise_of`` (grade id -> exercise) are
+    for the second pass (``judge.second_pass``); they hold solution code, so a job never reaches a student.
     """
 
     cells: list
@@ -128,11 +141,15 @@ class JudgeJob:
     submission_dir: str | None = None
     hide: list = field(default_factory=list)
     untrusted_reports: str = ""   # why the runner's change reports cannot be believed (``tampering``), or ""
+    references: dict = field(default_factory=dict)
+    upstream: dict = field(default_factory=dict)
+    exercise_of: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"cells": self.cells, "run_indices": self.run_indices, "answer_cells": self.answer_cells,
                 "cell_labels": self.cell_labels, "names": self.names, "limits": asdict(self.limits),
-                "submission_dir": self.submission_dir, "hide": self.hide, "untrusted_reports": self.untrusted_reports}
+                "submission_dir": self.submission_dir, "hide": self.hide, "untrusted_reports": self.untrusted_reports,
+                "references": self.references, "upstream": self.upstream, "exercise_of": self.exercise_of}
 
     @classmethod
     def from_dict(cls, data) -> "JudgeJob":
@@ -149,7 +166,8 @@ class JudgeJob:
         return cls(cells, _int_list(data.get("run_indices"), "run_indices"),
                    _int_list(data.get("answer_cells", []), "answer_cells"), dict(labels),
                    _str_list(data.get("names"), "names"), limits, folder, _str_list(data.get("hide", []), "hide"),
-                   untrusted)
+                   untrusted, _str_map(data.get("references", {}), "references"), _upstream(data.get("upstream", {})),
+                   _str_map(data.get("exercise_of", {}), "exercise_of"))
 
     def to_message(self, key: bytes) -> bytes:
         """The judge's standard input: the job and the key its result must be sealed with."""
@@ -172,6 +190,35 @@ class CellResult:
 
     index: int
     outputs: list
+
+
+# The note that replaces the outputs of a test cell that passed in the judge's second pass, graded with the
+# course's code for an earlier exercise that lost points (``judge.second_pass``); the feedback page shows it
+# under a hidden test's verdict.
+REFERENCE_NOTE = "Graded with the course's "
+# The whole note: exercise and grade-id names only, so a hidden test's own printed text cannot pass for one.
+REFERENCE_NOTE_PATTERN = re.compile(REFERENCE_NOTE + r"[\w, ]+, since yours lost points in [\w, ]+: your \w+ passes "
+                                    r"this test with it\.\n")
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def passed_note(exercise: str, upstream: list[str], culprits: dict) -> str:
+    """The note of a test of ``exercise`` passed with the course's ``upstream`` (``culprits``: each one's first
+    failed test)."""
+    tests = ", ".join(culprits[u] for u in upstream)
+    return f"{REFERENCE_NOTE}{_names(upstream)}, since yours lost points in {tests}: your {exercise} passes this test with it.\n"
+
+
+def failed_line(exercise: str, upstream: list[str], culprits: dict, why: str | None) -> str:
+    """The line added to a failed test's message: the upstream exercises that failed too, and whether the test
+    also fails with the course's code for them (``why`` is None) or could not be judged so (why not)."""
+    head = f"{_names(upstream)}, which {exercise} uses, lost points too ({', '.join(culprits[u] for u in upstream)})"
+    if why is None:
+        return f"{head}; this test fails with the course's {_names(upstream)} as well, so the failure is {exercise}'s own."
+    return f"{head}: this failure may come from there (the grader could not try the course's {_names(upstream)}: {why})."
 
 
 # A judge timing named with this prefix is work done before the job arrived (a runner started ahead,

@@ -5,7 +5,8 @@ starts the judge (``autograder.judge``) as a child process and answers its calls
 the judge runs every graded test of the notebook, visible and hidden, against the answers defined
 here now, and prints one line per exercise (points, passed or not), each failed test's whole
 message (hint included) under it, and the total. The hidden tests' source is never shown; they travel in a bundle built by
-``python -m autograder build`` (``autograder/selfgrade/<assignment>.bin``).
+``python -m autograder build`` (``autograder/selfgrade/<assignment>.bin``), with the course's code of the exercises later
+ones use: a mistake is charged where it is made, as the grader charges it (``second_pass``).
 
 This is honest only towards yourself: the tests and your code share your machine, so anything can
 be faked. A graded class uses the private edition (``python -m autograder build --no-self-grading``),
@@ -60,7 +61,8 @@ def _mask(data: bytes) -> bytes:
 
 
 def make_bundle(source_nb) -> bytes:
-    """The graded test cells of a source notebook, with what the judge needs, obfuscated."""
+    """The graded test cells of a source notebook, with what the judge needs (the course's code of the exercises
+    later ones use included, for the second pass), obfuscated."""
     from ..course import conventions
 
     tests = []
@@ -70,7 +72,10 @@ def make_bundle(source_nb) -> bytes:
             meta = conventions.nbgrader_meta(cell)
             tests.append({"exercise": exercise.name, "grade_id": meta["grade_id"],
                           "points": meta.get("points", 0), "source": cell.source})
-    payload = json.dumps({"names": conventions.exercise_names(source_nb), "tests": tests}, sort_keys=True)
+    # The course's code of the exercises later ones use, for the second pass: the public edition publishes it.
+    references, upstream, _ = conventions.reference_answers(source_nb)
+    payload = json.dumps({"names": conventions.exercise_names(source_nb), "tests": tests, "references": references,
+                          "upstream": upstream}, sort_keys=True)
     return base64.b64encode(_mask(zlib.compress(payload.encode("utf-8"), 9))) + b"\n"
 
 
@@ -82,7 +87,16 @@ def read_bundle(assignment_name: str) -> dict | None:
 
 
 def run_tests(bundle: dict, namespace: dict, limit_s: float = 300.0) -> list[TestVerdict]:
-    """Run the bundle's tests in a judge process, answering its calls from ``namespace``; a verdict per test."""
+    """Run the bundle's tests in a judge process, answering its calls from ``namespace``; a verdict per test,
+    a mistake charged where it is made, as the grader charges it (``second_pass``)."""
+    from .second_pass import second_pass
+
+    return second_pass(bundle, namespace, _judged(bundle, namespace, limit_s),
+                       lambda part, names: _judged(part, names, limit_s))
+
+
+def _judged(bundle: dict, namespace: dict, limit_s: float) -> list[TestVerdict]:
+    """The bundle's tests run once in a judge process, its calls answered from ``namespace``."""
     from ..sandbox.kernel_agent import Agent
 
     job = SelfGradeJob(bundle["names"], bundle["tests"], limit_s)
@@ -119,7 +133,7 @@ def summarise(results: list[TestVerdict]) -> tuple[list[list], float, float]:
         failed = [t for t in tests if not t.passed]
         verdict = "passed" if not failed else ("hidden tests failed" if all("hidden" in t.grade_id for t in failed)
                                                else "failed")
-        messages = [(t.grade_id, t.message.strip()) for t in failed]
+        messages = [(t.grade_id, t.message.strip()) for t in tests if not t.passed or t.message]   # passes: the note
         rows.append([exercise, f"{got:g} / {points:g}", verdict, messages])
     return rows, earned, total
 

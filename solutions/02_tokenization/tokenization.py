@@ -44,7 +44,7 @@
 # about what a 2-core laptop takes; no cell takes more than 2 seconds. On a GPU: untimed (nothing here needs
 # one).
 
-# %% id="setup" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% id="setup" jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
 # Run the notebooks from a copy of the course on your own machine (README: Quick start). On Colab, build
 # the course's wheel in a copy (`pip wheel --no-deps .` gives transformer_course-*.whl), upload it to the

@@ -64,7 +64,7 @@
 # shown. Run the cells in order. Questions marked **Predict first** have their answer folded under
 # *Answer*: work it out before you open it.
 
-# %% id="4b41042a" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% id="4b41042a" jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
 # Run the notebooks from a copy of the course on your own machine (README: Quick start). On Colab, build
 # the course's wheel in a copy (`pip wheel --no-deps .` gives transformer_course-*.whl), upload it to the

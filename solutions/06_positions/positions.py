@@ -41,7 +41,7 @@
 # tests check the same function on new inputs, so make it correct in general, not just on the examples
 # shown. Run the cells in order.
 
-# %% id="3d4be0b4" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% id="3d4be0b4" jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
 # Run the notebooks from a copy of the course on your own machine (README: Quick start). On Colab, build
 # the course's wheel in a copy (`pip wheel --no-deps .` gives transformer_course-*.whl), upload it to the

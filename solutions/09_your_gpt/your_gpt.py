@@ -47,7 +47,7 @@
 # *Points: 10 exercises, each with visible tests, hidden tests (behaviour) and, where a mostly-right answer
 # can miss an edge clause, a further hidden cell for those clauses.*
 
-# %% id="c01" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% id="c01" jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
 # Run the notebooks from a copy of the course on your own machine (README: Quick start). On Colab, build
 # the course's wheel in a copy (`pip wheel --no-deps .` gives transformer_course-*.whl), upload it to the

@@ -173,3 +173,28 @@ def test_the_readme_states_the_pages_bounds():
                    f"code and outputs take at most {bounds.MAX_PAGE_TEXT_BYTES // 2**20} MB",
                    f"A page over {bounds.MAX_FEEDBACK_PAGE_BYTES // 2**20} MB is never written"):
         assert phrase in text, phrase
+
+
+def test_a_formula_in_a_heading_is_rendered_in_its_text_and_left_alone_in_its_anchor():
+    """nbconvert names a heading's anchor after its text, formula included: rendering the formula inside
+    the ``id`` and ``href`` attributes put a span's markup there, which broke the tag and showed the
+    URL-encoded LaTeX in the heading (issue 51)."""
+    heading = ('<h1 id="Why-divide-by-$%5Csqrt%7Bd_k%7D$">Why divide by $\\sqrt{d_k}$'
+               '<a class="anchor-link" href="#Why-divide-by-$%5Csqrt%7Bd_k%7D$">¶</a></h1>')
+    page = readable_page(f"<html><head></head><body>{heading}</body></html>")
+    h1 = page[page.index("<h1"):page.index("</h1>")]
+    assert 'id="Why-divide-by-$%5Csqrt%7Bd_k%7D$"' in h1 and 'href="#Why-divide-by-$%5Csqrt%7Bd_k%7D$"' in h1
+    assert h1.count('<span class="math"') == 1 and "√d<sub>k</sub></span>" in h1
+
+
+def test_empty_comment_boxes_and_their_summary_entries_go_and_a_written_comment_stays():
+    """nbgrader gives every answer cell a manual-comment box; an autograded page showed six empty
+    "Comment" entries and "Comments: No response." footers (issue 51)."""
+    def panel(grade_id, comment):
+        return (f'<a name="comment-{grade_id}"></a><div class="panel-heading">answer</div>'
+                f'<div class="panel-body">code</div><div class="panel-footer"> <div> <b>Comments:</b> '
+                f'<p>{comment}</p> </div> </div>')
+    toc = '<ol><li><a href="#comment-a">Comment</a></li><li><a href="#comment-b">Comment</a></li></ol>'
+    page = readable_page(f'<html><head></head><body>{toc}{panel("a", "No response.")}{panel("b", "Good work.")}</body></html>')
+    assert 'href="#comment-a"' not in page and "No response." not in page and '<a name="comment-a">' in page
+    assert 'href="#comment-b">Comment</a>' in page and "Good work." in page

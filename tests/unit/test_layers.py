@@ -13,8 +13,9 @@ import autograder
 PACKAGE = Path(autograder.__file__).resolve().parent
 
 SIDES = ("course", "judge", "sandbox", "batch", "selfgrade")
-# The course's commands: they drive everything else (build, check, demo, the mutants' agreement).
-COURSE_COMMANDS = {"course.build", "course.check", "course.demo", "course.agreement"}
+# The course's commands: they drive everything else (build, check, demo, the mutants' agreement, one mistake
+# charged once).
+COURSE_COMMANDS = {"course.build", "course.check", "course.demo", "course.agreement", "course.isolation"}
 ENTRY_POINTS = {"__main__", "judge.__main__"}
 
 

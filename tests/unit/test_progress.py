@@ -55,3 +55,40 @@ def test_cpu_seconds_are_said_so(capsys):
         for _ in steps:
             steps.predicted_s = 1.0
     assert "2 steps in 0 CPU s (predicted 1 CPU s)" in capsys.readouterr().out
+
+
+class _Clock:
+    """A clock that the loop advances: the first step takes ``first``, every later one ``pace``."""
+
+    def __init__(self, first, pace):
+        self.now, self.first, self.pace, self.ticks = 0.0, first, pace, 0
+
+    def __call__(self):
+        return self.now
+
+    def step(self):
+        self.now += self.first if self.ticks == 0 else self.pace
+        self.ticks += 1
+
+
+def test_a_run_predicts_its_time_from_its_first_steps_with_the_first_step_apart(capsys):
+    """Every training cell shows a prediction made after a few steps (issue 51); the first step pays for set-up,
+    so it is timed apart: predicting 100 steps from 11 at their mean pace would say 1,000 s, not 199."""
+    clock = _Clock(first=10.0, pace=1.9)
+    with progress.training_steps(101, "GPT") as steps:
+        steps.clock = clock
+        steps.began = 0.0
+        for _ in steps:
+            clock.step()
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0] == "GPT: 101 steps, predicted 200 s (from its first 11 steps)", out
+    assert out[1].startswith("GPT: 101 steps in 200 s (predicted 200 s)"), out
+
+
+@pytest.mark.parametrize("total, calibrate, preset", [(29, 10, None), (100, None, None), (100, 10, 5.0)])
+def test_no_prediction_for_a_short_run_when_asked_for_none_or_when_the_caller_made_one(capsys, total, calibrate, preset):
+    with progress.training_steps(total, "x", calibrate_steps=calibrate, predicted_s=preset) as steps:
+        for _ in steps:
+            pass
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and ("(predicted 5 s)" in out[0]) == (preset is not None), out

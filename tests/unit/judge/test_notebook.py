@@ -10,7 +10,8 @@ import pytest
 from autograder.sandbox import processes
 from autograder.sandbox.limits import Limits
 from autograder.judge import workspace
-from autograder.judge.notebook import RUNNER_START, RUNNER_STARTED_AHEAD, SETUP_TIMEOUT_S, judge_notebook, section_of
+from autograder.judge.notebook import (RUNNER_START, RUNNER_STARTED_AHEAD, SECOND_PASS, SETUP_TIMEOUT_S, judge_notebook,
+                                      section_of)
 from autograder.judge.workspace import Workspace
 from autograder.judge.protocol import RunnerSpec
 from autograder.judge.session import CellOutcome
@@ -112,7 +113,7 @@ def test_run_cells_run_in_the_runner_tests_here_and_demos_nowhere(fake):
     assert result.status == Status.OK and result.detail == ""
     assert [c.index for c in result.cells] == [0, 2, 4, 6, 7]
     assert result.cells[0] == CellResult(0, [{"output_type": "stream", "name": "stdout", "text": "import torch"}])
-    assert set(result.timings) == {RUNNER_START, "set-up cell", "answer and student cells", "test cells"}
+    assert set(result.timings) == {RUNNER_START, "set-up cell", "answer and student cells", "test cells", SECOND_PASS}
 
 
 def test_a_long_cell_timeout_also_applies_to_the_set_up_cell(fake):
