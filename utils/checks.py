@@ -493,6 +493,32 @@ def assert_raises(
     raise AssertionError  # unreachable
 
 
+def assert_error_boundary(
+    expected_error: type[BaseException],
+    call: Callable[[Any], Any],
+    *,
+    raises: Sequence[Any],
+    allowed: Sequence[Any],
+    name: str,
+    hint: str | None = None,
+) -> None:
+    """Check a declared error condition on both sides of its boundary: ``call(value)`` raises ``expected_error``
+    for every value of ``raises`` (the boundary itself where it is excluded, and one past it, so that a check
+    written as ``== 0`` for "< 1" shows) and returns normally for every value of ``allowed`` (just inside, so that
+    ``<= 1`` for "< 1" shows). ``call`` takes the one value that varies, e.g.
+    ``lambda n: bits_per_byte(1.0, n, "abc")``; the values, single numbers, are shown in the messages."""
+    __tracebackhide__ = True
+    for value in raises:
+        assert_raises(expected_error, call, value, name=f"{name} = {value!r} (outside the allowed range)", hint=hint)
+    for value in allowed:
+        try:
+            call(value)
+        except Exception as error:  # noqa: BLE001 - any exception on the allowed side is the failure reported
+            said = f": {error}" if values_shown() else ""
+            _fail(f"{name} = {value!r} (just inside the allowed range)",
+                  f"expected no error, but it raised {type(error).__name__}{said}", hint)
+
+
 def assert_true(condition: Any, *, name: str, problem: str, hint: str | None = None) -> None:
     """Check a plain boolean condition; ``problem`` says what is wrong when it is false."""
     __tracebackhide__ = True
@@ -521,6 +547,20 @@ def assert_kept_on_meta(report: Any, *, name: str, hint: str | None = None, valu
     if not ((outcome == "needs values" and values_may_be_read) or (outcome == "device" and report.get("device") == "meta")):
         seen = _short(report) if values_shown() else _plain_words(report.get("outcome"), report.get("device"))
         _fail(name, f"with its tensors on the meta device, the call gave {seen}.", hint)
+
+
+def assert_kept_on_fake_cuda(report: Any, *, name: str, hint: str | None = None) -> None:
+    """Check a report of ``utils.fake_cuda.result_device_on_fake_cuda``: with its tensors labelled ``cuda:0``
+    (their values kept, so code that reads values is judged too), the call's result is on that device. A result on
+    the CPU, a device mismatch (as a GPU would raise), another exception or no tensor fails, with the report as the
+    problem; ``"unsupported"`` (the code reached CUDA itself, which a CPU build cannot emulate) is not judged."""
+    __tracebackhide__ = True
+    if type(report) is not dict:
+        raise TypeError(f"assert_kept_on_fake_cuda takes the dict utils.fake_cuda returns, not {type(report).__name__}")
+    outcome = report.get("outcome")
+    if not (outcome == "unsupported" or (outcome == "device" and report.get("device") == "cuda")):
+        seen = _short(report) if values_shown() else _plain_words(report.get("outcome"), report.get("device"))
+        _fail(name, f"with its tensors on a GPU (emulated: cuda:0 with the values kept), the call gave {seen}.", hint)
 
 
 def _plain_words(*words: Any) -> str:

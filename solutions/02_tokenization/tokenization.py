@@ -2793,12 +2793,18 @@ for shape in [(2, 0), (0, 3)]:
 checks.assert_tensor(one_hot(torch.tensor(3), 6), name="one_hot(tensor(3), 6)", shape=(6,), dtype=torch.float32,
                      hint="a 0-d id gives one vector.")
 # On the device of ids: ids on PyTorch's meta device (shapes, no values) stand in for ids on a GPU. A result
-# built without device= comes back on the CPU; code that reads the ids' values cannot run there and is not judged.
+# built without device= comes back on the CPU; code that reads the ids' values cannot run there (the next check sees it).
 from utils import probes
 seen = probes.make("utils.meta_device.result_device_on_meta", one_hot, torch.tensor([[2, 0], [1, 3]]), 5)
 checks.assert_kept_on_meta(seen, name="the device of one_hot(ids, 5) for ids on another device than the CPU (the meta device)",
                            hint="Build the result on ids.device (e.g. torch.arange(vocab_size, device=ids.device)): "
                                 "with ids on a GPU, a tensor made without device= is on the CPU.")
+# The same with the ids' values kept (ids labelled cuda:0, utils.fake_cuda): an answer that reads the ids (.tolist())
+# and builds the vectors with torch.tensor(...) or torch.zeros(...) without device= shows its CPU result here.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", one_hot, torch.tensor([[2, 0], [1, 3]]), 5)
+checks.assert_kept_on_fake_cuda(seen, name="the device of one_hot(ids, 5) for ids on a GPU (emulated, the values kept)",
+                                hint="Build the result on ids.device (torch.tensor(..., device=ids.device), or compare ids "
+                                     "with torch.arange(vocab_size, device=ids.device)).")
 
 # float32 whatever the default dtype: a result built with torch.zeros or .float() would follow it.
 probes.make("torch.set_default_dtype", torch.float64)

@@ -1885,7 +1885,7 @@ for lengths, T in [([4, 4, 4], 4), ([3, 1], 3), ([2, 2], 2)]:
                             "expand(...) is not, add .clone() if you expand).")
 # On the device of lengths: lengths on PyTorch's meta device (shapes, no values) stand in for lengths on a GPU. A mask
 # built from positions made without device= is a CPU tensor; code that reads the lengths' values cannot run there and
-# is not judged.
+# is not judged by this check.
 from utils import probes
 seen = probes.make("utils.meta_device.result_device_on_meta", left_padded_causal_mask, torch.tensor([2, 4, 0]), 4)
 checks.assert_kept_on_meta(seen,
@@ -1893,12 +1893,19 @@ checks.assert_kept_on_meta(seen,
                            hint="Make the positions on lengths.device (torch.arange(T, device=lengths.device)): "
                                 "with lengths on a GPU, a tensor made without device= is on the CPU.")
 # The same with fake meta tensors (shapes and a device, no values): unlike plain meta, lengths.cpu() works there, so a
-# mask built from lengths moved to the CPU shows as a CPU result. Reading the values is still not judged.
+# mask built from lengths moved to the CPU shows as a CPU result. Reading the values is not judged there (the next check is).
 seen = probes.make("utils.meta_device.result_device_on_fake_meta", left_padded_causal_mask, torch.tensor([2, 4, 0]), 4)
 checks.assert_kept_on_meta(seen,
                            name="the device of left_padded_causal_mask(lengths, 4) for lengths on another device than the CPU (fake meta tensors, which .cpu() can move)",
                            hint="Return the mask on lengths.device: don't move lengths to the CPU (lengths.cpu()) "
                                 "and build the mask there, or move the result back with .to(lengths.device).")
+# And with the values kept (lengths labelled cuda:0, utils.fake_cuda): a mask made with torch.zeros(...) without
+# device= and filled prompt by prompt from lengths.tolist() shows as a CPU result.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", left_padded_causal_mask, torch.tensor([2, 4, 0]), 4)
+checks.assert_kept_on_fake_cuda(seen,
+                                name="the device of left_padded_causal_mask(lengths, 4) for lengths on a GPU (emulated, the values kept)",
+                                hint="Make every tensor of the mask on lengths.device (torch.zeros(..., device=lengths.device), "
+                                     "torch.arange(T, device=lengths.device)).")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="1df74f31"

@@ -957,6 +957,12 @@ seen = probes.make("utils.meta_device.result_device_on_meta", softmax_jacobian, 
 checks.assert_kept_on_meta(seen, name="the device of softmax_jacobian(p) for p on another device than the CPU (the meta device)",
                            hint="Build every helper tensor on p.device (torch.eye(T, dtype=p.dtype, device=p.device)), or use "
                                 "torch.diag_embed(p): with p on a GPU, a tensor made without device= is on the CPU.")
+# The same with p's values kept (labelled cuda:0, utils.fake_cuda): a Jacobian preallocated without device= and
+# filled from p (a copy, which meta tensors cannot give) shows as a CPU result or as devices mixed.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", softmax_jacobian, torch.tensor([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]]))
+checks.assert_kept_on_fake_cuda(seen, name="the device of softmax_jacobian(p) for p on a GPU (emulated, the values kept)",
+                                hint="Make every tensor on p.device (torch.zeros(..., dtype=p.dtype, device=p.device)), or use "
+                                     "torch.diag_embed(p).")
 print("softmax_jacobian: hidden edge-case tests passed")
 ### END HIDDEN TESTS
 

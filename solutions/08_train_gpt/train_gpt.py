@@ -252,7 +252,7 @@ print(repr(text[1000:1200]))
 #
 # ### Exercise 1: `get_batch` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors with `data` left unchanged, the error).*
+# *Points: 1 visible, 2 hidden (behaviour), 1 hidden (edge cases: the default generator, several block sizes in one session, new tensors with `data` left unchanged, the error, data's device).*
 #
 # Draw the $B$ starts from the `generator` you are given (so that a batch is reproducible), each of the $N - T$
 # starts equally likely, the first and the last included: `torch.randint` does exactly that (any other uniform draw
@@ -413,6 +413,14 @@ checks.assert_true(not traced.shares_memory, name="x and y from get_batch",
                    problem="x or y shares memory with data (a view of it): writing into the batch would change the stream.",
                    hint="Return new tensors: index data with a tensor of positions, or .clone() the slices.")
 checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_batch with N = 3 < T = 5")
+# On data's device: a GPU run passes a CUDA stream. Without a GPU, data is labelled cuda:0 with its values kept (an
+# answer that reads the starts' values runs too), so a batch made with torch.empty(B, T) or torch.tensor(...) without
+# device= and filled from data shows on the CPU, as it would on a GPU.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", get_batch, torch.arange(40, 70), 6, 4,
+                   torch.Generator().manual_seed(2))
+checks.assert_kept_on_fake_cuda(seen, name="the device of x and y from get_batch for data on a GPU (emulated)",
+                                hint="Return x and y on data.device: index data with positions (on any device), or "
+                                     "make every new tensor with device=data.device.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="7d5798cc"

@@ -353,7 +353,10 @@ x, y = get_batch(np.array([65535, 1, 2], dtype=np.uint16), 1, 400, torch.Generat
 checks.assert_equal(sorted(set(zip(x[:, 0].tolist(), y[:, 0].tolist()))), [(1, 2), (65535, 1)],
                     name="pairs for T = 1 from a uint16 array holding 65535",
                     hint="Convert through a wide integer type: uint16 65535 is not -1.")
-checks.assert_raises(ValueError, get_batch, np.arange(6, dtype=np.uint16), 6, 1, name="get_batch with N = T")
+# N < T + 1 raises on both sides of the boundary: N = T and N < T; N = T + 1 holds one window.
+checks.assert_error_boundary(ValueError, lambda t: get_batch(np.arange(6, dtype=np.uint16), t, 2, torch.Generator().manual_seed(0)),
+                             raises=(6, 7), allowed=(5,), name="get_batch of N = 6 tokens with block_size",
+                             hint="Raise ValueError whenever N < T + 1 (N = T, and any shorter data too).")
 # New tensors: with int64 data (no conversion needed) and one window, torch.from_numpy of a slice is a view.
 for dtype, batch in [(np.uint16, 4), (np.int64, 1), (np.int64, 3)]:
     call = probes.traced_call(get_batch, np.arange(20, dtype=dtype), 5, batch, torch.Generator().manual_seed(1))
@@ -461,7 +464,8 @@ import math
 import torch
 from utils import checks
 
-checks.assert_raises(ValueError, bits_per_byte, 1.0, 0, "abc", name="bits_per_byte with n_tokens = 0")
+checks.assert_error_boundary(ValueError, lambda n: bits_per_byte(1.0, n, "abc"), raises=(0, -1), allowed=(1,),
+                             name="bits_per_byte's n_tokens", hint="Raise ValueError whenever n_tokens < 1, negative counts too.")
 checks.assert_raises(ValueError, bits_per_byte, 1.0, 5, "", name="bits_per_byte with an empty text")
 # At the boundary nothing is raised: one token is enough, and a text of whitespace is not empty.
 checks.assert_close(bits_per_byte(1.0, 1, "a"), 1 / math.log(2), rtol=1e-9, atol=0, name="bits_per_byte(1.0, 1, 'a') (one token)",
@@ -611,7 +615,10 @@ import torch
 from utils import checks
 
 ids = torch.tensor([0, 1, 2, 1])
-checks.assert_raises(ValueError, ngram_nll, ids, ids, 3, 0, 1.0, name="ngram_nll with order = 0")
+checks.assert_error_boundary(ValueError, lambda order: ngram_nll(ids, ids, 3, order, 1.0), raises=(0, -1), allowed=(1,),
+                             name="ngram_nll's order", hint="Raise ValueError whenever order < 1, negative orders too.")
+checks.assert_error_boundary(ValueError, lambda alpha: ngram_nll(ids, ids, 3, 2, alpha), raises=(0.0, -0.5), allowed=(1e-3,),
+                             name="ngram_nll's alpha", hint="alpha must be > 0: a small positive alpha is allowed.")
 checks.assert_raises(ValueError, ngram_nll, ids, ids, 3, 2, 0.0, name="ngram_nll with alpha = 0")
 checks.assert_raises(ValueError, ngram_nll, ids, torch.tensor([1, 2]), 3, 3, 1.0, name="ngram_nll with fewer val tokens than order")
 checks.assert_raises(ValueError, ngram_nll, torch.tensor([1, 2]), ids, 3, 3, 1.0, name="ngram_nll with fewer train tokens than order",
@@ -1008,6 +1015,15 @@ for positions in ("learned", "rope"):
                                name=f"GPT(..., positions={positions!r}) with its weights and idx on another device than the CPU (the meta device)",
                                hint="Make the positions on idx.device (torch.arange(T, device=idx.device)): with idx on a "
                                     "GPU, a tensor made without device= is on the CPU.")
+# The same with the values kept (the weights and idx labelled cuda:0, utils.fake_cuda), so a forward pass that reads
+# idx (checking the ids against the vocabulary, say) and makes its positions without device= shows too.
+for positions in ("learned", "rope"):
+    parts = probes.make("utils.markov.parts_with", PARTS, rope=True) if positions == "rope" else None
+    seen = probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", GPT(V, T, n_layer=1, n_head=2, n_embd=C, positions=positions, parts=parts),
+                       torch.tensor([[1, 2, 3]]), torch.tensor([[2, 3, 4]]))
+    checks.assert_kept_on_fake_cuda(seen,
+                                    name=f"GPT(..., positions={positions!r}) with its weights and idx on a GPU (emulated, the values kept)",
+                                    hint="Make the positions on idx.device (torch.arange(T, device=idx.device)).")
 ### END HIDDEN TESTS
 
 # %% id="c26"
@@ -1134,8 +1150,10 @@ g = torch.tensor([2.0, 0.25], dtype=torch.float32)
 new_p, m, v = adamw_update(p, g, torch.zeros(2), torch.zeros(2), 1, 0.01)   # defaults: betas (0.9, 0.999), eps 1e-8, no decay
 checks.assert_tensor(new_p, name="new_param (float32 inputs)", shape=(2,), dtype=torch.float32)
 checks.assert_close(new_p, p - 0.01 * g / (g.abs() + 1e-8), atol=1e-7, rtol=1e-6, name="one step with the default arguments")
-checks.assert_raises(ValueError, adamw_update, p, g, torch.zeros(2), torch.zeros(2), 0, 0.01, name="adamw_update with step = 0",
-                     hint="Updates are counted from 1; step 0 would divide by 1 - beta^0 = 0.")
+checks.assert_error_boundary(ValueError, lambda step: adamw_update(p, g, torch.zeros(2), torch.zeros(2), step, 0.01),
+                             raises=(0, -1), allowed=(1,), name="adamw_update's step",
+                             hint="Updates are counted from 1: raise ValueError whenever step < 1 (step 0 would divide by "
+                                  "1 - beta^0 = 0; a negative step is no count of updates either).")
 # lr = 0 (allowed: lr >= 0, e.g. the first step of a warm-up) leaves the parameter but still updates the moments.
 m0, v0 = torch.tensor([0.1, -0.2]), torch.tensor([0.01, 0.04])
 new_p, m, v = adamw_update(p, g, m0, v0, 3, 0.0, weight_decay=0.1)
@@ -1350,7 +1368,9 @@ clipped, norm = clip_grad_norm([], 1.0)
 checks.assert_equal((clipped, norm), ([], 0.0), name="clip_grad_norm([], 1.0)")
 _, norm = clip_grad_norm([torch.tensor([3.0, 4.0])], 1.0)
 checks.assert_true(type(norm) is float, name="type of total_norm", problem=f"got {type(norm).__name__}", hint="Return a Python float.")
-checks.assert_raises(ValueError, clip_grad_norm, [torch.ones(2)], 0.0, name="clip_grad_norm with max_norm = 0")
+checks.assert_error_boundary(ValueError, lambda max_norm: clip_grad_norm([torch.ones(2)], max_norm), raises=(0.0, -1.0),
+                             allowed=(1e-7,), name="clip_grad_norm's max_norm",
+                             hint="Raise ValueError whenever max_norm <= 0, negative values too.")
 # float16 gradients whose squares overflow float16 (300^2 > 65504): the norm is still sqrt(300^2 + 400^2) = 500.
 clipped, norm = clip_grad_norm([torch.tensor([300.0], dtype=torch.float16), torch.tensor([[400.0]], dtype=torch.float16)], 1.0)
 checks.assert_close(norm, 500.0, atol=0, rtol=1e-3, name="total_norm of float16 gradients [300] and [[400]]",

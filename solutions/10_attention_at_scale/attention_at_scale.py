@@ -741,14 +741,21 @@ checks.assert_true(not traced.shares_memory, name="tiled_attention's result", pr
                    hint="Write the output into a new tensor.")
 print("tiled_attention: hidden error and edge tests passed")
 # On q's device: q, k and v on PyTorch's meta device (shapes, no values) stand in for a GPU. A tensor made without
-# device= (the output, the running max, the positions of a causal tile) meets the meta ones; code that reads values
-# cannot run there and is not judged.
+# device= (the running max, the positions of a causal tile) meets the meta ones; code that reads values, or copies
+# into a tensor made on the CPU, cannot run there and is judged by the next check.
 for causal in (False, True):
     seen = probes.make("utils.meta_device.result_device_on_meta", tiled_attention, *torch.randn(3, 2, 5, 4).unbind(0), 2, causal=causal)
     checks.assert_kept_on_meta(seen,
                                name=f"tiled_attention(block_size=2, causal={causal}) with q, k, v on another device than the CPU (the meta device)",
                                hint="Make every tensor on q.device (torch.zeros(..., dtype=q.dtype, device=q.device), "
                                     "torch.arange(..., device=q.device)): with q on a GPU, a tensor made without device= is on the CPU.")
+# The same with the values kept (q, k, v labelled cuda:0, utils.fake_cuda): an output made without device= and
+# filled tile by tile (a copy, which meta tensors cannot give) shows as a CPU result.
+for causal in (False, True):
+    seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", tiled_attention, *torch.randn(3, 2, 5, 4).unbind(0), 2, causal=causal)
+    checks.assert_kept_on_fake_cuda(seen, name=f"tiled_attention(block_size=2, causal={causal}) with q, k, v on a GPU (emulated, the values kept)",
+                                    hint="Make the output on q.device too (torch.empty(..., dtype=q.dtype, device=q.device)) before "
+                                         "writing the tiles into it.")
 ### END HIDDEN TESTS
 
 # %% id="nb10-020" nbgrader={"grade": true, "grade_id": "test_tiled_attention_hidden_memory", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

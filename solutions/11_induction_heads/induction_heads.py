@@ -519,6 +519,15 @@ from utils import probes
 
 checks.assert_raises(ValueError, previous_token_score, torch.ones(2, 3, 1, 1), name="previous_token_score with T = 1",
                      hint="With one position there is no previous token: raise ValueError.")
+# Both sides of T < 2: no position at all (T = 0) raises too; two positions (one previous-token weight) do not.
+def causal_uniform(t):             # (1, 2, t, t): each query spreads its weight evenly over positions 0..i
+    weights = torch.tril(torch.ones(1, 2, t, t))
+    return weights / weights.sum(dim=-1, keepdim=True)
+
+
+checks.assert_error_boundary(ValueError, lambda t: previous_token_score(causal_uniform(t)), raises=(1, 0),
+                             allowed=(2,), name="previous_token_score with T",
+                             hint="Raise ValueError whenever T < 2, for T = 0 too (the mean would be over nothing).")
 patterns = torch.full((1, 2, 3, 3), 1 / 3)
 checks.assert_raises(ValueError, prefix_matching_score, patterns, torch.tensor([[0, 1, 2]]),
                      name="prefix_matching_score when no token repeats",

@@ -1430,6 +1430,11 @@ for args, why in [((10, 8, 0, 1), "0 heads: check n_head >= 1 before d_model % n
                   ((10, 8, 2, 0), "n_layer must be >= 1: a model with no blocks never reads its source"),
                   ((10, 8, 2, -1), "n_layer must be >= 1")]:
     checks.assert_raises(ValueError, Seq2Seq, *args, name=f"Seq2Seq{args}", hint=f"Raise ValueError: {why}.")
+# The inside of n_head < 1 and n_layer < 1: one head and one layer are a model.
+checks.assert_error_boundary(ValueError, lambda h: Seq2Seq(10, 8, h, 1), raises=(0, -1), allowed=(1,),
+                             name="Seq2Seq(10, 8, n_head, 1)'s n_head", hint="Raise ValueError only for n_head < 1: one head is allowed.")
+checks.assert_error_boundary(ValueError, lambda n: Seq2Seq(10, 8, 2, n), raises=(0, -1), allowed=(1,),
+                             name="Seq2Seq(10, 8, 2, n_layer)'s n_layer", hint="Raise ValueError only for n_layer < 1: one layer is allowed.")
 # source_positions: with False the encoder reads a bag of tokens, so a permuted source gives the same logits.
 src = torch.tensor([[4, 5, 6, 7, 8]])
 permuted = torch.tensor([[8, 6, 4, 7, 5]])

@@ -231,3 +231,19 @@ def test_within_values_withheld_a_message_shows_no_value():
         "raises: expected ValueError, but it raised KeyError",
         "meta: with its tensors on the meta device, the call gave the outcome 'mismatch'."]
     assert all(word not in " ".join(messages) for word in ("0.4963", "0.768", "495", "quiet", "words'"))
+
+
+def test_assert_error_boundary_checks_both_sides_of_the_boundary():
+    def bits(n, rule):
+        if rule(n):
+            raise ValueError("need at least one token")
+        return 1.0 / n
+
+    checks.assert_error_boundary(ValueError, lambda n: bits(n, lambda k: k < 1), raises=(0, -1), allowed=(1,), name="n")
+    with pytest.raises(checks.CheckFailure, match=r"n = -1 \(outside the allowed range\): expected ValueError to be raised"):
+        checks.assert_error_boundary(ValueError, lambda n: bits(n, lambda k: k == 0), raises=(0, -1), allowed=(1,), name="n")
+    with pytest.raises(checks.CheckFailure, match=r"n = 1 \(just inside the allowed range\): expected no error, but it raised ValueError"):
+        checks.assert_error_boundary(ValueError, lambda n: bits(n, lambda k: k <= 1), raises=(0, -1), allowed=(1,), name="n")
+    with checks.values_withheld(), pytest.raises(checks.CheckFailure) as failed:
+        checks.assert_error_boundary(ValueError, lambda n: bits(n, lambda k: k <= 1), raises=(), allowed=(1,), name="n")
+    assert "need at least" not in str(failed.value)
