@@ -234,7 +234,7 @@ def beam_search(model, prompt, beam_width, max_new_tokens, eos_id=None, length_p
         beam_width: int k >= 1. max_new_tokens: int >= 0. eos_id: None (no hypothesis ever finishes early) or a
             token id. length_penalty: alpha >= 0 of GNMT's lp(L) = ((5 + L) / 6) ** alpha.
     Returns:
-        (tokens, score): tokens a new int64 tensor (T + L,) on the prompt's device, the prompt followed by the L
+        (tokens, score): tokens a new int64 tensor (T + L,), the prompt followed by the L
         generated tokens of the best hypothesis (its EOS included when it finished); score a Python float, its
         summed log-probabilities (log-softmax in float32 or wider, summed in float64 or float32) divided by lp(L).
         Each step extends every unfinished hypothesis by every token and keeps the best (k - finished so far) of
@@ -450,6 +450,9 @@ for seed, V, eos, width, steps, alpha in [(21, 5, 0, 3, 6, 0.6), (22, 6, 2, 4, 7
     checks.assert_close(score, want_score, atol=1e-4, name=f"{name}: the score",
                         hint="Divide the summed log-probability by ((5 + L) / 6) ** length_penalty, L counting the "
                              "generated tokens with the EOS.")
+    checks.assert_true(isinstance(score, float), name=f"{name}: the type of the score",
+                       problem=f"it is a {type(score).__name__}.", hint="Return a Python float (.item()), for a finished "
+                                                                      "hypothesis too.")
     checks.assert_equal([shape[0] for shape in model.calls[1:]], fed, name=f"{name}: the number of hypotheses fed per step",
                         hint="Feed only the unfinished hypotheses; a finished one is never extended.")
 
@@ -462,6 +465,8 @@ for alpha in (0.0, 2.0):
     model = probes.make("utils.generation_models.CachedTableLM", table.tolist(), 16)
     tokens, score = beam_search(model, torch.tensor([1]), 2, 4, eos_id=0, length_penalty=alpha)
     length = len(tokens) - 1
+    checks.assert_true(isinstance(score, float), name=f"the type of the score with length_penalty {alpha}",
+                       problem=f"it is a {type(score).__name__}.", hint="Return a Python float (.item()).")
     checks.assert_close(score, ((5 + length) / 6) ** -alpha * sum(
         math.log(float(torch.softmax(table[a], dim=-1)[b])) for a, b in zip(tokens[:-1].tolist(), tokens[1:].tolist())),
         atol=1e-4, name=f"the score beam_search returned for its own hypothesis (length_penalty {alpha})",
@@ -585,7 +590,7 @@ def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator
         max_new_tokens: int >= 0.
         generator: a torch.Generator; every random draw comes from it (never a global generator).
     Returns:
-        A new int64 tensor (T + max_new_tokens,) on the prompt's device: the prompt, then new tokens distributed
+        A new int64 tensor (T + max_new_tokens,): the prompt, then new tokens distributed
         as sampling from target one token at a time. While r tokens are still wanted, a round: the draft proposes
         g = min(n_draft, r - 1) tokens, one draft call each (on the whole sequence so far); the target is called
         ONCE, on the sequence and all g proposals; proposal i is accepted with probability min(1, p_i / q_i); the
@@ -1106,7 +1111,7 @@ claims.claim(f"The GPT predicts held-out characters far better than chance ({gpt
 # %% id="nb13-028"
 PROMPT, NEW, PROMPTS = 16, 48, 12
 prompts = [val_ids[s:s + PROMPT] for s in torch.linspace(0, len(val_ids) - PROMPT - 1, PROMPTS).long()]
-cached_gpt = RecomputedCache(gpt, BLOCK)        # notebook 10's cache interface around the trained GPT
+cached_gpt = RecomputedCache(gpt, BLOCK).eval()     # notebook 10's cache interface around the trained GPT
 your_08 = None
 try:
     from utils import your_parts
