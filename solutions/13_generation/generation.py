@@ -34,11 +34,11 @@
 #
 # You will build `beam_search` (with the KV-cache interface of notebook 10), `speculative_sample`, a repetition
 # control `no_repeat_ngram` and the diversity measure `distinct_n`; then train a small GPT on the course's offline
-# corpus and measure its decoders.
+# corpus and measure its decoders, and a digit reverser to tell the search's failures from the model's.
 #
-# **Time.** Everything runs on the CPU, whatever the device: the whole notebook takes about 40 CPU seconds on a
-# 2-core laptop (one thread), of which the cell that trains the two small GPTs takes about 25. On a GPU: untimed
-# (nothing here moves to it).
+# **Time.** Everything runs on the CPU, whatever the device: the whole notebook takes about 55 CPU seconds on a
+# 2-core laptop (one thread), of which the cell that trains the two small GPTs takes about 25 and the digit
+# reverser's about 10. On a GPU: untimed (nothing here moves to it).
 #
 # Each experiment ends with a **claim**: a sentence printed by the cell that measured it, with its numbers and a ✓
 # when it holds on your run (a ✗ and a note when it does not: the prose around it assumes it).
@@ -1017,7 +1017,7 @@ print("distinct_n: hidden edge tests passed")
 # notebook trains its own: a `TinyGPT` (`utils.tiny_gpt`: a decoder-only transformer with learned positions, Pre-LN
 # blocks and a head tied to the embedding) of 2 layers and width 64, on the characters of the course's offline corpus
 # (Python's help topics). A smaller one, 1 layer of width 32 trained for fewer steps, will be the draft model of
-# section 6. The cell trains both in about 25 CPU seconds. To decode from another model, wrap it:
+# section 7. The cell trains both in about 25 CPU seconds. To decode from another model, wrap it:
 # `RecomputedCache(model, block_size)` gives `beam_search` the cache interface, and `LogitsOnly(model)` gives
 # `speculative_sample` the logits of a model that returns `(logits, caches)`, as `TinyGPT` does.
 
@@ -1212,8 +1212,109 @@ print(f"prompt: {decode(prompts[example].tolist())!r}\n")
 for name in ("greedy", "beam 8", "greedy, no repeated 4-gram", "temperature 0.7", "temperature 1.0"):
     print(f"{name:28} {decode(outputs[name][example][PROMPT:].tolist())!r}")
 
+# %% [markdown] id="nb13-039"
+# ## 6. Search errors and model errors
+#
+# When a decoder's output is wrong, either the search failed (the model gives the right answer a higher probability
+# than the output, but the search did not find it: a **search error**) or the model did (it prefers the wrong output:
+# a **model error**). A wider beam can fix only the first kind. To see which kind dominates, a task with one right
+# answer: reverse a string of digits. A `TinyGPT` reads `digits SEP` and writes the digits reversed, then EOS; it
+# trains on 1 to 7 digits (about 10 CPU seconds) and is tested on 20 fresh strings of each length from 1 to 10, with
+# greedy decoding and with your `beam_search` of width 4 (EOS given, `length_penalty=0`: the raw sum).
+#
+# **Predict before you run.** Where will beam search beat greedy decoding: at short lengths, at the longest trained
+# lengths, or past the training lengths? When both fail, is it mostly the search or the model?
+#
+# <details><summary>Answer</summary>
+#
+# Nowhere, or almost: on a task with one right answer a trained model is confident at every step, and the sequence
+# greedy finds is the one beam search finds. Both are perfect at short lengths and both fail on strings longer than any
+# in training, where the model's positions and its learned habit of stopping do not reach. Those failures are model
+# errors: the right reversal has a lower probability than the output, so no search, however wide, would return it.
+# Beam search pays off where the model spreads its probability over several continuations, as on the text of
+# section 5.
+#
+# </details>
+
+# %% id="nb13-040"
+SEP, EOS, DIGITS_V, TRAIN_MAX, TEST_MAX = 10, 11, 12, 7, 10
+REVERSE_BLOCK = 2 * TEST_MAX + 2
+
+
+def reversal(digits):
+    return digits + [SEP] + digits[::-1] + [EOS]
+
+
+def train_reverser(steps=600, batch_size=64, lr=3e-3, seed=2):
+    """A TinyGPT trained on reversals of 1 to TRAIN_MAX digits, the loss on the answer and its EOS only."""
+    torch.manual_seed(seed)
+    model = TinyGPT(DIGITS_V, 48, 4, 2, REVERSE_BLOCK, seed=seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    g = torch.Generator().manual_seed(seed)
+    for step in range(steps):
+        lengths = torch.randint(1, TRAIN_MAX + 1, (batch_size,), generator=g).tolist()
+        rows = [reversal(torch.randint(0, 10, (n,), generator=g).tolist()) for n in lengths]
+        x = torch.full((batch_size, 2 * TRAIN_MAX + 2), EOS)
+        y = torch.full_like(x, -100)                 # -100: ignored by cross_entropy (the digits, the padding)
+        for i, row in enumerate(rows):
+            x[i, :len(row)] = torch.tensor(row)
+            y[i, row.index(SEP):len(row) - 1] = torch.tensor(row[row.index(SEP) + 1:])
+        for group in optimizer.param_groups:
+            group["lr"] = lr * 0.5 * (1 + math.cos(math.pi * step / steps))
+        logits, _ = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, DIGITS_V), y.reshape(-1), ignore_index=-100)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def answer_log_prob(model, prompt, answer):
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([prompt + answer]))[0][0].double(), dim=-1)
+    return sum(logp[len(prompt) - 1 + i, token].item() for i, token in enumerate(answer))
+
+
+reverser = train_reverser()
+cached_reverser = RecomputedCache(reverser, REVERSE_BLOCK).eval()
+tests = torch.Generator().manual_seed(99)
+exact = {1: [], 4: []}
+search_errors = model_errors = 0
+for length in range(1, TEST_MAX + 1):
+    right = {1: 0, 4: 0}
+    for _ in range(20):
+        digits = torch.randint(0, 10, (length,), generator=tests).tolist()
+        prompt, want = digits + [SEP], digits[::-1] + [EOS]
+        for width in (1, 4):
+            out, _ = beam_search(cached_reverser, torch.tensor(prompt), width, length + 1, eos_id=EOS, length_penalty=0.0)
+            got = out[len(prompt):].tolist()
+            right[width] += got == want
+            if width == 4 and got != want:
+                if answer_log_prob(reverser, prompt, want) > answer_log_prob(reverser, prompt, got):
+                    search_errors += 1
+                else:
+                    model_errors += 1
+    exact[1].append(right[1] / 20), exact[4].append(right[4] / 20)
+    print(f"{length:2} digits: exact match greedy {right[1] / 20:.0%}, beam 4 {right[4] / 20:.0%}")
+fig, ax = plt.subplots(figsize=(6, 3.2))
+ax.plot(range(1, TEST_MAX + 1), exact[1], "o-", label="greedy")
+ax.plot(range(1, TEST_MAX + 1), exact[4], "x--", label="beam 4")
+ax.axvline(TRAIN_MAX + 0.5, color="grey", lw=0.8)
+ax.set_xlabel("digits (trained on 1 to 7)")
+ax.set_ylabel("exact match")
+ax.legend()
+plt.show()
+trained = range(TRAIN_MAX)
+claims.claim(f"Beam search of width 4 is never behind greedy decoding and at most one string in 20 ahead at any length "
+             f"(greedy {sum(exact[1][i] for i in trained) / TRAIN_MAX:.0%} and beam {sum(exact[4][i] for i in trained) / TRAIN_MAX:.0%} "
+             f"over the trained lengths, both {max(exact[1][TRAIN_MAX:] + exact[4][TRAIN_MAX:]):.0%} at best past them)",
+             holds=all(0 <= b - g <= 0.05 + 1e-9 for g, b in zip(exact[1], exact[4])))
+claims.claim(f"{model_errors} of beam search's {model_errors + search_errors} failures are model errors (the right reversal "
+             f"is less likely under the model than the output), {search_errors} search errors",
+             holds=model_errors + search_errors > 0 and model_errors >= 0.9 * (model_errors + search_errors))
+
 # %% [markdown] id="nb13-032"
-# ## 6. Speculative decoding, measured
+# ## 7. Speculative decoding, measured
 #
 # The trained GPT is the target and the small one the draft. For each $\gamma$ the cell samples 48 characters after
 # each of the twelve prompts with your `speculative_sample`, counts the target's forward passes (`TinyGPT` records its
@@ -1311,7 +1412,7 @@ claims.claim(f"The speculative samples follow the target, not the draft: their t
              f"{tv_sample:.3f}, the draft's {tv_draft:.3f}", holds=tv_sample < tv_draft / 3)
 
 # %% [markdown] id="nb13-036"
-# ## 7. The trade-off, answered
+# ## 8. The trade-off, answered
 #
 # The source chapter ends by asking how to generate text from the predictions, and about "the trade-offs between
 # diversity and quality in autoregressive generation". The table of section 5 answers it for this model. Search
