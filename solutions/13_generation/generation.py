@@ -218,11 +218,6 @@ torch.set_printoptions(precision=4, sci_mode=False)
 import torch
 
 
-def _reorder(caches, parents):
-    """Each layer's cache with its rows taken from the parents of the kept hypotheses (every tensor, dim 0)."""
-    return [None if c is None else {key: t.index_select(0, parents) for key, t in c.items()} for c in caches]
-
-
 def beam_search(model, prompt, beam_width, max_new_tokens, eos_id=None, length_penalty=0.6):
     """Beam search with a KV cache: the most likely continuation of one prompt, as the rules above define it.
 
@@ -279,7 +274,8 @@ def beam_search(model, prompt, beam_width, max_new_tokens, eos_id=None, length_p
             alive, scores, parents = grown[~ended], total[order][~ended], parents[~ended]
             if alive.shape[0] == 0 or step + 1 == max_new_tokens:
                 break
-            logits, caches = model(alive[:, -1:], _reorder(caches, parents))
+            caches = [None if c is None else {key: t.index_select(0, parents) for key, t in c.items()} for c in caches]
+            logits, caches = model(alive[:, -1:], caches)     # every layer's cache follows the kept hypotheses
     model.train(was_training)
     penalty = ((5 + alive.shape[1] - prompt.numel()) / 6) ** length_penalty
     pool = finished + [(score / penalty, row) for score, row in zip(scores.tolist(), alive)]
@@ -571,13 +567,6 @@ print("beam_search: hidden edge tests passed")
 import torch
 
 
-def _draw(probs, generator):
-    """One token id from a probability vector: the inverse CDF at one uniform number drawn from generator."""
-    u = torch.rand((), generator=generator, dtype=torch.float64, device=probs.device)
-    cdf = probs.double().cumsum(dim=0)
-    return int(torch.searchsorted(cdf, u, right=True).clamp(max=probs.numel() - 1))
-
-
 def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator):
     """Speculative sampling: max_new_tokens tokens distributed exactly as sampling from target alone.
 
@@ -602,6 +591,12 @@ def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator
         ValueError, before any model call: prompt not 1-D or empty, n_draft < 1, or max_new_tokens < 0.
     """
     ### BEGIN SOLUTION
+    def draw(probs):
+        """One token id from a probability vector: the inverse CDF at one uniform number from the generator."""
+        u = torch.rand((), generator=generator, dtype=torch.float64, device=probs.device)
+        cdf = probs.double().cumsum(dim=0)
+        return int(torch.searchsorted(cdf, u, right=True).clamp(max=probs.numel() - 1))
+
     if prompt.dim() != 1 or prompt.numel() == 0:
         raise ValueError(f"the prompt must be a non-empty 1-D tensor, got shape {tuple(prompt.shape)}")
     if n_draft < 1 or max_new_tokens < 0:
@@ -615,7 +610,7 @@ def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator
             for _ in range(g):                                 # the draft proposes g tokens, one call each
                 ids = torch.tensor([out + proposed], device=prompt.device)
                 q.append(torch.softmax(draft(ids)[0, -1].double(), dim=-1))
-                proposed.append(_draw(q[-1], generator))
+                proposed.append(draw(q[-1]))
             ids = torch.tensor([out + proposed], device=prompt.device)
             p = torch.softmax(target(ids)[0, -g - 1:].double(), dim=-1)      # one target call: g + 1 distributions
             for i, token in enumerate(proposed):
@@ -623,11 +618,11 @@ def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator
                 if torch.rand((), generator=generator, dtype=torch.float64, device=prompt.device) >= accept:
                     residual = torch.clamp(p[i] - q[i], min=0.0)
                     residual = residual / residual.sum() if residual.sum() > 0 else p[i]
-                    out.append(_draw(residual, generator))
+                    out.append(draw(residual))
                     break
                 out.append(token)
             else:
-                out.append(_draw(p[g], generator))            # all accepted: one more token from the target
+                out.append(draw(p[g]))                       # all accepted: one more token from the target
     return torch.tensor(out, dtype=torch.int64, device=prompt.device)
     ### END SOLUTION
 
