@@ -660,7 +660,7 @@ checks.assert_equal(len(same.calls), 5, name="the number of draft calls for 7 to
 target = probes.make("utils.generation_models.TableLM", target_table)
 seen = probes.make("utils.generation_models.draw_counts", speculative_sample, target, draft, torch.tensor([0]), 2, 2, 100, 1500)
 first = [sum(n for key, n in seen["counts"].items() if key.split()[0] == str(v)) / 1500 for v in range(3)]
-checks.assert_close(torch.tensor(first), torch.softmax(torch.tensor(target_table[0]), dim=-1), atol=0.05,
+checks.assert_close(torch.tensor(first), torch.softmax(torch.tensor(target_table[0]), dim=-1), atol=0.06,
                     name="the first new token's frequencies over 1,500 draws against the target's probabilities after 0",
                     hint="Accept with min(1, p/q); on rejection draw from max(0, p - q) normalised.")
 print("speculative_sample: visible tests passed")
@@ -678,7 +678,7 @@ from utils import probes
 
 def chi_square_check(seen, target_table, prompt_last, length, draws, name):
     """Pearson's chi-square of the sequence counts against the target's exact sequence probabilities (bins with an
-    expected count under 5 pooled), at a significance of 1e-4 (Wilson-Hilferty's approximation of the quantile)."""
+    expected count under 5 pooled), at a significance of 1e-6 (Wilson-Hilferty's approximation of the quantile)."""
     p = torch.softmax(torch.tensor(target_table, dtype=torch.float64), dim=-1)
     expected, observed = [], []
     for seq in itertools.product(range(p.shape[0]), repeat=length):
@@ -694,11 +694,11 @@ def chi_square_check(seen, target_table, prompt_last, length, draws, name):
     bins = [(observed[i], expected[i]) for i in big] + [(sum(observed[i] for i in small), sum(expected[i] for i in small))]
     chi2 = sum((o - e) ** 2 / e for o, e in bins if e > 0)
     k = len(bins) - 1
-    critical = k * (1 - 2 / (9 * k) + 3.72 * math.sqrt(2 / (9 * k))) ** 3
+    critical = k * (1 - 2 / (9 * k) + 4.75 * math.sqrt(2 / (9 * k))) ** 3
     checks.assert_true(chi2 < critical, name=name,
                        problem=f"the sequences drawn do not follow the target's distribution (chi-square {chi2:.0f} "
                                f"over {k} degrees of freedom, where a correct sampler stays under {critical:.0f} in all "
-                               "but one run in 10,000).",
+                               "but one run in a million).",
                        hint="Accept proposal i with probability min(1, p_i(x) / q_i(x)); at the first rejection draw "
                             "from max(0, p_i - q_i) normalised; after all are accepted, draw one more from the target.")
 
