@@ -963,7 +963,8 @@ print(f"loss of the untrained model: {lm_loss(logits, y).item():.3f}   ln V = {m
 #    one keeps many. Equal probabilities are taken in order of increasing token id.
 #
 # We apply them in this order: temperature, then top-k, then top-p on the renormalised distribution
-# that remains (as the Hugging Face `generate` function does).
+# that remains (as the Hugging Face `generate` function does). Notebook 13 measures what each of them does to the
+# likelihood and the diversity of the text, beside beam search and speculative sampling.
 #
 # **Predict before you run.** Probabilities $(0.5, 0.3, 0.15, 0.05)$. Which tokens survive top-$p$ with
 # $p = 0.6$? With $p = 0.5$? With $p = 0.95$? And what does top-$k$ with $k = 2$ give token 0?

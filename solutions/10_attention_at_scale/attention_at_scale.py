@@ -1119,6 +1119,8 @@ for cache in (None, {"k": k[..., :3, :], "v": v[..., :3, :]}):
 # last token is chosen: its logits would never be used, so the model is called `max_new_tokens` times in all
 # (the prompt's call gives the first new token). The model's positions are learned and limited:
 # `model.block_size` tokens at most, and the whole returned sequence, prompt and new tokens, must fit in them.
+# Notebook 13 uses the same cache interface for beam search, where the cache is reordered at every step to follow
+# the hypotheses that survive.
 
 # %% id="nb10-031" nbgrader={"grade": false, "grade_id": "generate_greedy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch

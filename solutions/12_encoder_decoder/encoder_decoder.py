@@ -1456,6 +1456,8 @@ print("Seq2Seq: hidden edge tests passed")
 #
 # The tests hand your loop a model with known behaviour (`utils.toy_models.CopySeq2Seq`: it copies its source, then
 # says EOS, then a token a finished row must never get) that counts how often its encoder and `cross_kv` run.
+# Greedy is the simplest decoder; notebook 13 builds beam search, which keeps several hypotheses and sets aside the
+# ones that have said EOS.
 #
 # *Points: 1 visible, 2 hidden (batches whose rows end at different steps, a maximum length that cuts rows short,
 # other BOS/EOS/pad ids, one encoder run and one `cross_kv` per call, one `decode` per returned column), 1 hidden

@@ -1,6 +1,6 @@
 """Through the real nbgrader pipeline: the solution gets full marks, the untouched student copy 0.
 
-One batch grades both for every assignment (a class with all twelve notebooks), as an instructor's
+One batch grades both for every assignment (a class with every notebook of the course), as an instructor's
 `grade` would: one gradebook, one judges' server, instead of a batch per notebook (``pipeline`` in
 tests/conftest.py; test_selfgrade.py reads notebook 01's rows of the same batch).
 """
