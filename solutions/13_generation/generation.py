@@ -43,7 +43,7 @@
 # Each experiment ends with a **claim**: a sentence printed by the cell that measured it, with its numbers and a ✓
 # when it holds on your run (a ✗ and a note when it does not: the prose around it assumes it).
 
-# %% id="nb13-001" nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% id="nb13-001" jupyter={"source_hidden": true} nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # NOT PUBLISHED YET: the course's repository address is a placeholder, so this cell cannot install from it.
 # Run the notebooks from a copy of the course on your own machine (README: Quick start). On Colab, build
 # the course's wheel in a copy (`pip wheel --no-deps .` gives transformer_course-*.whl), upload it to the
