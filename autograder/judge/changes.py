@@ -216,7 +216,7 @@ GLOBAL_RNG_EXAMPLES = {"torch": "torch.rand, torch.randint or torch.multinomial 
 
 def global_rng_used(label: str, names) -> str:
     """The failure message for a call, given a generator of its own, that drew from (or reseeded) a global
-    random generator (``kernel_agent.global_rngs_changed``): ``names`` from the runner's report."""
+    random generator (``global_state.global_rngs_changed``): ``names`` from the runner's report."""
     known = [n for n in (names if type(names) is list else []) if n in GLOBAL_RNG_EXAMPLES][:3] or ["torch"]
     who = label[5:] if label.startswith("your ") else label
     which = " and ".join(f"{n}'s ({GLOBAL_RNG_EXAMPLES[n]})" for n in known)
@@ -224,6 +224,17 @@ def global_rng_used(label: str, names) -> str:
             "It is given a generator: every random draw must come from that one (pass generator=...), and the "
             "caller's global random state must be left as it was.\nHint: the same seed must give the same "
             "result whatever else the program draws, and your function must not change what it draws next.")
+
+
+def global_mode_left_changed(label: str, entries) -> str:
+    """The failure message for a call that left a global PyTorch mode changed (``global_state.global_modes_changed``):
+    ``entries`` from the runner's report, e.g. ``["autograd: on -> off"]``."""
+    known = [e for e in (entries if type(entries) is list else []) if type(e) is str and len(e) < 80][:2] or ["a mode"]
+    who = label[5:] if label.startswith("your ") else label
+    return (f"{who} left PyTorch's global state changed ({'; '.join(known)}): the caller's next computation runs "
+            "with it.\nHint: turn gradients off with a `with torch.no_grad():` block (or @torch.no_grad()), which "
+            "restores autograd when it ends, not torch.set_grad_enabled(False); never call torch.set_default_dtype "
+            "in a function: give tensors their dtype with dtype=.")
 
 
 def argument_returned(label: str, entries) -> str:

@@ -21,7 +21,7 @@ from . import wire, wire_decode
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
 from .audit_pipe import AuditPipe
-from .changes import argument_returned, changed_inputs, global_rng_used
+from .changes import argument_returned, changed_inputs, global_mode_left_changed, global_rng_used
 from .handles import Handle, Probes, StudentCodeError, exception_from
 from .hidden_values import HiddenInputs
 from .outputs import error_output, image_output, is_base64, stream_output
@@ -259,6 +259,8 @@ class Session:
         # student's kernel, where nothing observes the call (tests/course/test_visible_agrees_with_grade.py).
         if sent is not None and self.in_hidden_test and reply.get("global_rng"):
             raise _check_failure(global_rng_used(label, reply.get("global_rng")))
+        if sent is not None and self.in_hidden_test and reply.get("global_mode"):
+            raise _check_failure(global_mode_left_changed(label, reply.get("global_mode")))
         if sent is not None and self.in_hidden_test and reply.get("returned_argument"):
             raise _check_failure(argument_returned(label, reply.get("returned_argument")))
         return value

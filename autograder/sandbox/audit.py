@@ -57,6 +57,7 @@ ON_BEHALF = ("/ctypes/", "/pickle.py", "/copyreg.py", "/_compat_pickle.py")
 # torch.manual_seed), and none of these.
 LIBRARY_NAMES = ("torch.equal", "torch.frombuffer", "torch.empty", "torch.Tensor", "torch.Generator", "torch.Size",
                  "torch.dtype", "torch.nn.Parameter", "torch.random.get_rng_state", "torch._C.TensorBase",
+                 "torch.is_grad_enabled", "torch.get_default_dtype",
                  "numpy.frombuffer", "numpy.ascontiguousarray", "numpy.array_equal", "numpy.ndarray", "numpy.dtype",
                  "numpy.generic", "numpy.random.get_state", "random.getstate", "json.dumps", "json.loads",
                  "base64.b64encode", "base64.b64decode", "math.isfinite", "itertools.islice", "io.StringIO",

@@ -31,6 +31,8 @@ import traceback
 from ..judge import wire, wire_decode
 from ..judge.protocol import MAX_ERROR_MESSAGE_CHARS
 from .audit import CHECK_EVENT
+from .global_state import (given_a_generator, global_modes, global_modes_changed, global_rng_states, global_rngs_changed,
+                           torch_is_grad_enabled, torch_set_grad_enabled)
 
 MAX_REFS = 10_000
 _audit = sys.audit   # bound before any student code runs; were this rebound, no check would answer the judge
@@ -81,13 +83,15 @@ class Agent:
 
     def call(self, target, request: dict) -> tuple[object, dict]:
         """The call a request asks for, and what was observed around it for the judge to weigh (issue 49):
-        ``global_rng`` (a call given a generator touched a global one), ``changed`` (a by-value argument
-        differs from what arrived), ``returned_argument`` (the result is an argument itself)."""
+        ``global_rng`` (a call given a generator touched a global one), ``global_mode`` (autograd or the default
+        dtype left changed), ``changed`` (a by-value argument differs from what arrived), ``returned_argument``
+        (the result is an argument itself)."""
         sent_args = request.get("args", [])
         sent_kwargs = request.get("kwargs", {"$": "dict", "items": []})
         args = self.value(sent_args)
         kwargs = self.value(sent_kwargs)
         before = global_rng_states() if given_a_generator(args, kwargs) else None
+        modes = global_modes()
         result = _quietly(target, args, kwargs)
         nonce = request.get("audit")
         watched = type(nonce) is str
@@ -96,6 +100,7 @@ class Agent:
         observed = {}
         if before is not None:
             observed["global_rng"] = global_rngs_changed(before)
+        observed["global_mode"] = global_modes_changed(modes)
         if request.get("may_mutate") is not True:
             observed["changed"] = changed_arguments(target, sent_args, sent_kwargs, args, kwargs)
             observed["returned_argument"] = returned_arguments(target, result, args, kwargs)
@@ -130,49 +135,16 @@ class Agent:
                 args = self.value(request.get("args", []))
                 kwargs = self.value(request.get("kwargs", {"$": "dict", "items": []}))
                 extra = self.value(request.get("extra", {"$": "dict", "items": []}))
-                result = _quietly(probes.KERNEL_SIDE[kind], (target, tuple(args), kwargs), extra)
+                grad_enabled = torch_is_grad_enabled()   # a probe's calls are not judged for modes: they leave
+                try:                                     # autograd as it was (a test may set the default dtype
+                    result = _quietly(probes.KERNEL_SIDE[kind], (target, tuple(args), kwargs), extra)
+                finally:                                 # with one, probes.make("torch.set_default_dtype", ...))
+                    torch_set_grad_enabled(grad_enabled)
             else:
                 raise ValueError(f"unknown request {op!r}")
             return {"ok": True, "value": wire.encode(result, self.remember)}
         except BaseException as error:  # noqa: BLE001 - every failure of student code is an answer
             return {"ok": False, "error": describe_error(error)}
-
-
-# --------------------------------------------------------------------------------------------------
-# The global random generators, around a call given a generator of its own (issue 49): the course's
-# convention is that such a function draws only from the generator it is given, and leaves the caller's
-# global random state (PyTorch's, NumPy's, Python's) as it was. The judge fails a call reported here.
-
-def given_a_generator(args, kwargs) -> bool:
-    import torch
-
-    return any(isinstance(value, torch.Generator) for value in (*args, *kwargs.values()))
-
-
-def global_rng_states() -> dict:
-    import random
-
-    import numpy
-    import torch
-
-    return {"torch": torch.random.get_rng_state(), "numpy": numpy.random.get_state(), "random": random.getstate()}
-
-
-def global_rngs_changed(before: dict) -> list[str]:
-    """The names of the global generators whose state differs from ``before`` (``global_rng_states``)."""
-    import numpy
-    import torch
-
-    after = global_rng_states()
-    changed = []
-    if not torch.equal(before["torch"], after["torch"]):
-        changed.append("torch")
-    old, new = before["numpy"], after["numpy"]
-    if old[0] != new[0] or not numpy.array_equal(old[1], new[1]) or tuple(old[2:]) != tuple(new[2:]):
-        changed.append("numpy")
-    if before["random"] != after["random"]:
-        changed.append("random")
-    return changed
 
 
 # --------------------------------------------------------------------------------------------------

@@ -104,6 +104,18 @@ def keeps_list(tokens):
 
 def reshaped_view(x):
     return x.view(-1)                     # a view with another shape: not the caller's tensor as it is
+
+def autograd_left_off(x):
+    torch.set_grad_enabled(False)         # meant: a with torch.no_grad(): block, which restores it
+    return x * 2
+
+def float64_left_on(x):
+    torch.set_default_dtype(torch.float64)
+    return x * 2
+
+def autograd_off_in_a_block(x):
+    with torch.no_grad():
+        return x * 2
 '''
 
 
@@ -366,3 +378,20 @@ def test_new_results_and_reshaped_views_are_not_reported(student):
                        ("good", (torch.ones(2),))):
         reply, _ = student.call(name, *args)
         assert "returned_argument" not in reply, (name, reply.get("returned_argument"))
+
+
+@pytest.mark.parametrize("name, entry", [("autograd_left_off", "autograd: on -> off"),
+                                         ("float64_left_on", "default dtype: float32 -> float64")])
+def test_a_call_that_leaves_a_global_mode_changed_fails_and_a_block_that_restores_it_does_not(student, name, entry):
+    """Issue 49: 'modes restored' is observed on every call (autograd and the default dtype)."""
+    from autograder.judge.changes import global_mode_left_changed
+    try:
+        reply, _ = student.call(name, torch.ones(2))
+    finally:                               # the runner's half runs in this process: put the modes back
+        torch.set_grad_enabled(True)
+        torch.set_default_dtype(torch.float32)
+    assert reply.get("global_mode") == [entry], reply.get("global_mode")
+    message = global_mode_left_changed(f"your {name}", reply.get("global_mode"))
+    assert message.startswith(f"{name} left PyTorch's global state changed ({entry})"), message
+    reply, _ = student.call("autograd_off_in_a_block", torch.ones(2))
+    assert "global_mode" not in reply and torch.is_grad_enabled()
