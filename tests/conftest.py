@@ -244,7 +244,7 @@ class NotebookRun:
 
 _NOTEBOOK_RUNS: dict[str, NotebookRun] = {}
 
-# Notebooks 09 and 12 train the parts the student built earlier, read from their notebooks beside them in the
+# Notebooks 09, 12 and 13 use the parts the student built earlier, read from their notebooks beside them in the
 # course folder (utils/your_parts.py): their one full run has them there, the student versions with the
 # solutions filled in, as a student's course folder has them. They then run what a student who did the course
 # runs (09: every part theirs, beside it the control from PyTorch's parts for the first sixth of the run),
@@ -253,7 +253,8 @@ _NOTEBOOK_RUNS: dict[str, NotebookRun] = {}
 # test_your_parts_encoder_decoder.py for 12 (issue 35: one CPU-configuration run of 09 costs two CPU minutes,
 # and the suite makes one).
 NOTEBOOKS_BESIDE = {"09_your_gpt": ("02_tokenization", "05_multi_head", "06_positions", "07_block"),
-                    "12_encoder_decoder": ("05_multi_head", "07_block")}
+                    "12_encoder_decoder": ("05_multi_head", "07_block"),
+                    "13_generation": ("08_train_gpt",)}   # 13's top-k and top-p rows use the student's 08 sampler
 # What notebook 09 names each of those parts in its "your parts" line.
 PARTS_OF_09 = ("LayerNorm (07)", "feed-forward (07)", "block (07)", "attention (05)", "RoPE (06)", "BPE tokenizer (02)")
 

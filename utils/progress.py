@@ -23,6 +23,7 @@ training got. ``training_steps`` fixes both::
 
 from __future__ import annotations
 
+import re
 import time
 
 from tqdm.auto import tqdm
@@ -121,3 +122,16 @@ def training_steps(total: int, desc: str, *, start: int = 0, predicted_s: float 
     ``ValueError`` unless ``0 <= start <= total`` are whole numbers."""
     return TrainingSteps(total, desc, start=start, predicted_s=predicted_s, cpu_seconds=cpu_seconds,
                          calibrate_steps=calibrate_steps)
+
+
+# The final line of a run that had a prediction, as ``TrainingSteps.summary`` writes it.
+_FINISHED_RUN = re.compile(r"^(?P<desc>[^\r\n]+?): (?P<steps>\d+) steps in (?P<took>\d+) (?P<unit>CPU s|s) "
+                           r"\(predicted (?P<predicted>\d+) (?:CPU s|s)\)", re.MULTILINE)
+
+
+def finished_runs(printed: str) -> list[dict]:
+    """``{"desc", "steps", "took", "predicted", "unit"}`` for each finished run with a prediction in ``printed``
+    (what a notebook's cells wrote): for the suite's check and ``benchmarks/training_predictions.py``."""
+    lines = printed.replace("\r", "\n")   # a text bar redraws itself after carriage returns
+    return [{"desc": m["desc"].strip(), "steps": int(m["steps"]), "took": int(m["took"]),
+             "predicted": int(m["predicted"]), "unit": m["unit"]} for m in _FINISHED_RUN.finditer(lines)]

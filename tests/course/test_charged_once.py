@@ -26,6 +26,7 @@ def _first_mutant(assignment, nb, exercise: str) -> mutant_edits.Mutant:
     return mutant_edits.assignment_mutants(assignment, nb, {exercise})[exercise][0]
 
 
+@pytest.mark.slow   # about 8 CPU s: the quick subset stays about a minute
 def test_a_wrong_layer_norm_costs_only_the_layer_norm_s_points():
     """The issue's case: the blocks are right but use the student's LayerNorm; they are graded with the course's."""
     assignment = conventions.assignment("07_block")

@@ -92,3 +92,12 @@ def test_no_prediction_for_a_short_run_when_asked_for_none_or_when_the_caller_ma
             pass
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and ("(predicted 5 s)" in out[0]) == (preset is not None), out
+
+
+def test_finished_runs_are_read_back_from_what_a_notebook_printed_bars_and_all():
+    printed = ("noise\rGPT:  40%|####      | 4/10\rGPT: 10 steps, predicted 12 s (from its first 11 steps)\n"
+               "\rGPT: 10 steps in 9 s (predicted 12 s), last loss 1.500\ncopy: 3 steps in 0 CPU s\n"
+               "LSTM: 600 steps in 5 CPU s (predicted 6 CPU s)\n")
+    assert progress.finished_runs(printed) == [
+        {"desc": "GPT", "steps": 10, "took": 9, "predicted": 12, "unit": "s"},
+        {"desc": "LSTM", "steps": 600, "took": 5, "predicted": 6, "unit": "CPU s"}]
