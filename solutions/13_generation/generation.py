@@ -36,7 +36,7 @@
 # control `no_repeat_ngram` and the diversity measure `distinct_n`; then train a small GPT on the course's offline
 # corpus and measure its decoders, and a digit reverser to tell the search's failures from the model's.
 #
-# **Time.** Everything runs on the CPU, whatever the device: the whole notebook takes about 50 CPU seconds on a
+# **Time.** Everything runs on the CPU, whatever the device: the whole notebook takes 40 to 50 CPU seconds on a
 # 2-core laptop (one thread), of which the cell that trains the two small GPTs takes about 25 and the digit
 # reverser's about 10. On a GPU: untimed (nothing here moves to it).
 #
