@@ -2170,15 +2170,10 @@ def evaluate(model, data, block_size, batch=64):
     return total / n, n
 
 
-def predicted_seconds(seconds_so_far, steps_done, steps, first_step_seconds):
-    # The first step pays for one-time set-up; the steps after it set the pace of the rest.
-    pace = (seconds_so_far - first_step_seconds) / max(1, steps_done - 1)
-    return first_step_seconds + pace * (steps - 1)
-
-
 def train(model, data, *, steps, block_size, batch_size, max_lr, min_lr=None, warmup_steps=None, weight_decay=0.1,
           seed=0, label="training", measure_steps=8, stop_after=None):
-    # Trains with your train_step; prints the predicted time after `measure_steps` steps; returns
+    # Trains with your train_step; prints the predicted time after `measure_steps` steps (utils.progress: the
+    # first step pays for one-time set-up, the steps after it set the pace of the rest); returns
     # (losses, seconds). The same seed gives the same batches in the same order. `stop_after` ends the run
     # early on the same schedule (the learning rates of a `steps`-long run): the control's check below.
     model.to(device)
@@ -2189,19 +2184,13 @@ def train(model, data, *, steps, block_size, batch_size, max_lr, min_lr=None, wa
     scaler = PRECISION.grad_scaler() if PRECISION.needs_grad_scaler else None
     run = steps if stop_after is None else min(stop_after, steps)
     losses, start = [], time.perf_counter()
-    with progress.training_steps(run, label) as bar:
+    with progress.training_steps(run, label, calibrate_steps=measure_steps - 1) as bar:
         for step in bar:
             x, y = get_batch(data, block_size, batch_size, generator)
             lr = wsd_learning_rate(step, max_lr, min_lr, warmup_steps, steps)
             losses.append(train_step(model, optimizer, x.to(device), y.to(device), lr, max_norm=1.0,
                                      precision=PRECISION, scaler=scaler))
             bar.show(loss=losses[-1])
-            if step == 0:
-                first = time.perf_counter() - start
-            if step + 1 == min(measure_steps, run):
-                bar.predicted_s = predicted_seconds(time.perf_counter() - start, step + 1, run, first)
-                print(f"{label}: {run} steps, predicted {bar.predicted_s:.0f} s (from its first {step + 1} steps)",
-                      flush=True)
     return losses, time.perf_counter() - start
 
 
