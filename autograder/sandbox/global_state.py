@@ -6,6 +6,8 @@ after; the judge fails a hidden test's call reported here, with a message from `
 
 from __future__ import annotations
 
+import contextlib
+
 
 # --------------------------------------------------------------------------------------------------
 # The global random generators, around a call given a generator of its own (issue 49): the course's
@@ -70,13 +72,15 @@ def global_modes_changed(before: dict) -> list[str]:
             for name, old, new in ((n, before[n], after[n]) for n in before) if old != new]
 
 
-def torch_is_grad_enabled() -> bool:
+
+@contextlib.contextmanager
+def autograd_kept():
+    """Autograd as it was before the block, whatever the block did to it (a probe's calls, which are not judged
+    for modes; the default dtype is left alone there: a test may set it with ``probes.make``)."""
     import torch
 
-    return torch.is_grad_enabled()
-
-
-def torch_set_grad_enabled(enabled: bool) -> None:
-    import torch
-
-    torch.set_grad_enabled(enabled)
+    enabled = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch.set_grad_enabled(enabled)

@@ -31,8 +31,8 @@ import traceback
 from ..judge import wire, wire_decode
 from ..judge.protocol import MAX_ERROR_MESSAGE_CHARS
 from .audit import CHECK_EVENT
-from .global_state import (given_a_generator, global_modes, global_modes_changed, global_rng_states, global_rngs_changed,
-                           torch_is_grad_enabled, torch_set_grad_enabled)
+from .global_state import (autograd_kept, given_a_generator, global_modes, global_modes_changed, global_rng_states,
+                           global_rngs_changed)
 
 MAX_REFS = 10_000
 _audit = sys.audit   # bound before any student code runs; were this rebound, no check would answer the judge
@@ -135,11 +135,8 @@ class Agent:
                 args = self.value(request.get("args", []))
                 kwargs = self.value(request.get("kwargs", {"$": "dict", "items": []}))
                 extra = self.value(request.get("extra", {"$": "dict", "items": []}))
-                grad_enabled = torch_is_grad_enabled()   # a probe's calls are not judged for modes: they leave
-                try:                                     # autograd as it was (a test may set the default dtype
+                with autograd_kept():
                     result = _quietly(probes.KERNEL_SIDE[kind], (target, tuple(args), kwargs), extra)
-                finally:                                 # with one, probes.make("torch.set_default_dtype", ...))
-                    torch_set_grad_enabled(grad_enabled)
             else:
                 raise ValueError(f"unknown request {op!r}")
             return {"ok": True, "value": wire.encode(result, self.remember)}
