@@ -25,9 +25,6 @@ from autograder.course import cell_runner, conventions, submissions
 from utils import progress
 
 TRAINING_NOTEBOOKS = ("08_train_gpt", "09_your_gpt", "11_induction_heads", "12_encoder_decoder", "13_generation")
-# The earlier notebooks whose parts a notebook loads (as tests/conftest.py's NOTEBOOKS_BESIDE).
-BESIDE = {"09_your_gpt": ("02_tokenization", "05_multi_head", "06_positions", "07_block"),
-          "12_encoder_decoder": ("05_multi_head", "07_block"), "13_generation": ("08_train_gpt",)}
 FACTOR = 1.5
 SHORTEST_S = 2   # the line's whole seconds decide a shorter run's ratio
 
@@ -40,7 +37,7 @@ def _spin() -> None:
 def run(assignment, root: Path) -> list[dict]:
     """The finished runs that notebook printed, run filled in with its solutions, in ``root``."""
     by_name = {a.name: a for a in conventions.assignments()}
-    for name in (assignment.name, *BESIDE.get(assignment.name, ())):
+    for name in (assignment.name, *conventions.NOTEBOOKS_BESIDE.get(assignment.name, ())):
         other = by_name[name]
         submissions.write(submissions.filled_in(other), root / name / other.release_path.name)
     folder = root / assignment.name

@@ -252,9 +252,7 @@ _NOTEBOOK_RUNS: dict[str, NotebookRun] = {}
 # tests/course/test_your_parts.py checks part by part in 09's GPU configuration, and
 # test_your_parts_encoder_decoder.py for 12 (issue 35: one CPU-configuration run of 09 costs two CPU minutes,
 # and the suite makes one).
-NOTEBOOKS_BESIDE = {"09_your_gpt": ("02_tokenization", "05_multi_head", "06_positions", "07_block"),
-                    "12_encoder_decoder": ("05_multi_head", "07_block"),
-                    "13_generation": ("08_train_gpt",)}   # 13's top-k and top-p rows use the student's 08 sampler
+NOTEBOOKS_BESIDE = conventions.NOTEBOOKS_BESIDE   # which notebooks go beside which: autograder/course/conventions.py
 # What notebook 09 names each of those parts in its "your parts" line.
 PARTS_OF_09 = ("LayerNorm (07)", "feed-forward (07)", "block (07)", "attention (05)", "RoPE (06)", "BPE tokenizer (02)")
 

@@ -232,3 +232,12 @@ def strip_solution_markers(source: str) -> str:
 
 def read_notebook(path: Path):
     return nbformat.read(str(path), as_version=4)
+
+
+# The earlier notebooks whose parts a notebook loads from the student's course folder (utils/your_parts.py):
+# notebook 09 trains the student's tokenizer, attention, RoPE and blocks, 12 their attention and LayerNorm, and
+# 13's top-k and top-p rows use their 08 sampler. A run of that notebook as a student who did the course runs it
+# has these beside it (the suite's run, tests/conftest.py; benchmarks/training_predictions.py).
+NOTEBOOKS_BESIDE = {"09_your_gpt": ("02_tokenization", "05_multi_head", "06_positions", "07_block"),
+                    "12_encoder_decoder": ("05_multi_head", "07_block"),
+                    "13_generation": ("08_train_gpt",)}
