@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..sandbox import confinement
-from .protocol import AHEAD_PREFIX, CellResult, JudgeJob, JudgeResult, RunnerSpec, Status
+from .protocol import AHEAD_PREFIX, CellResult, JudgeJob, JudgeResult, RunnerSpec, Status, nbgrader_meta
 from .outputs import keep_within_budget
 from .second_pass import second_pass
 from .session import CellOutcome, Session
@@ -89,8 +89,7 @@ def judge_notebook(job: JudgeJob, workspace: Workspace | None = None) -> JudgeRe
 
 
 def _judge_cell(job: JudgeJob, session: Session, walk: _Walk, index: int, cell: dict) -> None:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    meta = meta if type(meta) is dict else {}
+    meta = nbgrader_meta(cell)
     source = str(cell.get("source", ""))
     started = time.perf_counter()
     if meta.get("grade") is True:

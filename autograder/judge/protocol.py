@@ -119,6 +119,12 @@ class RunnerSpec:
         return cls(_limits(data.get("limits")), _str_list(data.get("hide", []), "hide"))
 
 
+def nbgrader_meta(cell: dict) -> dict:
+    """A job cell's nbgrader metadata (``{}`` where it has none, or none of the right type)."""
+    meta = cell.get("metadata", {}).get("nbgrader", {}) if type(cell.get("metadata")) is dict else {}
+    return meta if type(meta) is dict else {}
+
+
 @dataclass(frozen=True)
 class JudgeJob:
     """What the judge needs to grade one notebook (``autograder.batch.preparation.prepare_job`` builds it).

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..sandbox import confinement
 from .outputs import stream_output
-from .protocol import JudgeJob, RunnerSpec, failed_line, passed_note
+from .protocol import JudgeJob, RunnerSpec, failed_line, nbgrader_meta, passed_note
 from .workspace import START_FAILURES, Workspace
 
 
@@ -39,11 +39,6 @@ class Plan:
     culprits: dict = field(default_factory=dict)
 
 
-def _meta(cell: dict) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader", {}) if type(cell.get("metadata")) is dict else {}
-    return meta if type(meta) is dict else {}
-
-
 def failed(outputs: list) -> bool:
     """nbgrader's verdict on a graded cell: it loses its points when its outputs hold an error."""
     return any(type(o) is dict and o.get("output_type") == "error" for o in outputs)
@@ -54,7 +49,7 @@ def plan(job: JudgeJob, outputs: dict) -> Plan:
     first_failure: dict[str, str] = {}
     failing: list[tuple[int, str]] = []
     for index, cell in enumerate(job.cells):
-        meta = _meta(cell)
+        meta = nbgrader_meta(cell)
         exercise = job.exercise_of.get(str(meta.get("grade_id")))
         if meta.get("grade") is True and exercise and failed(outputs.get(index, [])):
             first_failure.setdefault(exercise, str(meta.get("grade_id")))
@@ -85,7 +80,7 @@ class SecondRunner:
         self.job, self.work, self.deadline, self.setup_timeout_s = job, work, deadline, setup_timeout_s
         self.verdicts: dict[int, object] = {}    # retested cell index -> its CellOutcome in the second runner
         self.stopped = ""                        # why the second pass stopped early, if it did
-        self.retested = {job.exercise_of.get(str(_meta(job.cells[i]).get("grade_id"))) for i in work.retest}
+        self.retested = {job.exercise_of.get(str(nbgrader_meta(job.cells[i]).get("grade_id"))) for i in work.retest}
 
     def room_for(self, seconds: float) -> bool:
         if time.perf_counter() + seconds > self.deadline:
@@ -115,14 +110,14 @@ class SecondRunner:
         for index, cell in enumerate(self.job.cells[:last + 1]):
             if cell.get("cell_type") != "code" or not self.room_for(self.job.limits.cell_timeout_s):
                 continue
-            meta = _meta(cell)
+            meta = nbgrader_meta(cell)
             if index in self.work.retest:
                 self.verdicts[index] = session.run_test_cell(str(cell.get("source", "")), str(meta.get("grade_id")))
             elif index in self.job.run_indices and meta.get("grade") is not True:
                 self._run_cell(session, index, cell, ran)
 
     def _run_cell(self, session, index: int, cell: dict, ran: set) -> None:
-        meta = _meta(cell)
+        meta = nbgrader_meta(cell)
         name = str(meta.get("grade_id")) if index in self.job.answer_cells else ""
         if name in self.retested:   # the course's parts it is graded with, before its cell defines it
             for upstream in self.job.upstream.get(name, []):
@@ -149,7 +144,7 @@ def second_pass(job: JudgeJob, cells: list, begun: float, setup_timeout_s: float
     runner.run(time.perf_counter() - begun)
     for index, upstream in work.retest.items():
         outcome = runner.verdicts.get(index)
-        exercise = job.exercise_of.get(str(_meta(job.cells[index]).get("grade_id")), "this exercise")
+        exercise = job.exercise_of.get(str(nbgrader_meta(job.cells[index]).get("grade_id")), "this exercise")
         if outcome is not None and not outcome.trouble and not failed(outcome.outputs):
             by_index[index][:] = [stream_output(passed_note(exercise, upstream, work.culprits))]
         elif outcome is not None and not outcome.trouble:
