@@ -135,6 +135,8 @@ def _add_mutants(commands) -> None:
                                       "print those that every test passes, for a person to judge")
     sweep_parser.add_argument("assignment", help="the assignment, e.g. 10_attention_at_scale")
     sweep_parser.add_argument("--exercise", action="append", default=[], help="only this exercise (repeatable)")
+    sweep_parser.add_argument("--operator", action="append", default=[], help="only operators whose name contains "
+                              "this, e.g. 'one-sided', 'generator', 'copy', 'device' (repeatable)")
 
 
 def _add_source(commands) -> None:
@@ -182,7 +184,7 @@ def run_sweep(args, parser) -> int:
     from .course.mutant_sweep import main as sweep_main
 
     try:
-        return sweep_main(args.assignment, args.exercise)
+        return sweep_main(args.assignment, args.exercise, args.operator)
     except (KeyError, ValueError) as error:     # an unknown assignment or exercise
         parser.error(f"mutants sweep: {error}")
 

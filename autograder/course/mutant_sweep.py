@@ -55,6 +55,13 @@ OPERATORS = (
     ("stable sort made unstable", r"\bstable=True\b", "stable=False"),
     ("bias switched on", r"\bbias=False\b", "bias=True"),
     ("epsilon dropped", r"\beps\b", "0.0"),
+    # The classes every exercise shares (issue 49): randomness from a global generator, a result that is the
+    # caller's own object, an error condition checked on one side only (only its boundary value refused).
+    ("generator dropped: a global draw", r",\s*generator=(?!None\b)[A-Za-z_][\w.]*", ""),
+    ("copy dropped", r"\blist\(([A-Za-z_]\w*)\)", r"\1"),
+    ("error condition made one-sided", r"\b([A-Za-z_][\w.\[\]()]*) < (\d+)\b",
+     lambda m: f"{m[1]} == {int(m[2]) - 1}"),
+    ("error condition made one-sided", r"\b([A-Za-z_][\w.\[\]()]*) <= (\d+)\b", r"\1 == \2"),
 )
 # Lines whose deletion cannot leave a program (or only makes one that returns None, which every test sees).
 NOT_DELETED = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "finally",
@@ -100,6 +107,10 @@ def _program(text: str) -> str:
     return ast.dump(_TextBlanked().visit(ast.parse(text)))
 
 
+def _replaced(match: re.Match, replacement) -> str:
+    return replacement(match) if callable(replacement) else match.expand(replacement)
+
+
 def _edits_of_line(line: str) -> list[tuple[str, str]]:
     """(operator, the edited line) for every operator at every place it applies on ``line``."""
     edits = []
@@ -107,7 +118,8 @@ def _edits_of_line(line: str) -> list[tuple[str, str]]:
     if not stripped.startswith(NOT_DELETED):
         edits.append(("statement deleted", line[: len(line) - len(line.lstrip())] + "pass"))
     for operator, pattern, replacement in OPERATORS:
-        edits += [(operator, line[: m.start()] + replacement + line[m.end():]) for m in re.finditer(pattern, line)]
+        edits += [(operator, line[: m.start()] + _replaced(m, replacement) + line[m.end():])
+                  for m in re.finditer(pattern, line)]
     return edits
 
 
@@ -136,9 +148,11 @@ def operator_mutants(exercise: str, code: str) -> list[OperatorMutant]:
     return mutants
 
 
-def sweep(assignment: conventions.Assignment, exercises: list[str] | None = None) -> tuple[int, list[OperatorMutant]]:
+def sweep(assignment: conventions.Assignment, exercises: list[str] | None = None,
+          operators: list[str] | None = None) -> tuple[int, list[OperatorMutant]]:
     """Run every operator mutant of the chosen exercises (all by default) through the judge with the exercise's
-    tests; returns (how many mutants ran, the survivors: mutants that every test passed)."""
+    tests, or only those whose operator's name contains one of ``operators`` (e.g. ``["one-sided",
+    "generator"]``); returns (how many mutants ran, the survivors: mutants that every test passed)."""
     from .check import judge_mutants
     from .solution_source import load_solution
 
@@ -147,16 +161,18 @@ def sweep(assignment: conventions.Assignment, exercises: list[str] | None = None
     unknown = sorted(set(exercises or ()) - set(cells))
     if unknown:
         raise ValueError(f"no exercise {', '.join(unknown)} in {assignment.name} (it has {', '.join(cells)})")
-    made = {name: operator_mutants(name, code) for name, code in cells.items() if not exercises or name in exercises}
+    made = {name: [m for m in operator_mutants(name, code) if not operators or any(o in m.operator for o in operators)]
+            for name, code in cells.items() if not exercises or name in exercises}
+    made = {name: found for name, found in made.items() if found}
     by_name = {m.mutant.name: m for found in made.values() for m in found}
     results = judge_mutants(nb, {name: [m.mutant for m in found] for name, found in made.items()},
                             cell_timeout_s=CELL_TIMEOUT_S)
     return len(results), [by_name[result.name] for result in results if not result.caught]
 
 
-def main(name: str, exercises: list[str]) -> int:
+def main(name: str, exercises: list[str], operators: list[str] | None = None) -> int:
     """Print the survivors of one assignment's sweep; 0 when there are none."""
-    ran, survivors = sweep(conventions.assignment(name), exercises)
+    ran, survivors = sweep(conventions.assignment(name), exercises, operators)
     print(f"{name}: {ran - len(survivors)} of {ran} operator mutants caught")
     for s in survivors:
         print(f"  survived  {s.mutant.exercise}, line {s.line} ({s.operator}): {s.before}  ->  {s.after}")

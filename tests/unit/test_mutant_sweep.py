@@ -61,3 +61,24 @@ def test_the_command_names_an_unknown_exercise_and_lists_the_ones_there_are():
     done = subprocess.run([sys.executable, "-m", "autograder", "mutants", "sweep", name, "--exercise", "no_such"],
                           capture_output=True, text=True, cwd=conventions.REPO_ROOT, timeout=120)
     assert done.returncode == 2 and "no exercise no_such" in done.stderr and "(it has " in done.stderr, done.stderr
+
+
+SHARED_CLASSES = '''import torch
+
+
+def masked(ids, n_tokens, generator=None):
+    """Ids with some masked."""
+    if n_tokens < 1:
+        raise ValueError("need a token")
+    if ids.numel() <= 0:
+        return list(ids)
+    u = torch.rand(ids.shape, generator=generator)
+    return ids.clone()
+'''
+
+
+def test_the_shared_clauses_each_get_an_operator_a_global_draw_an_alias_and_a_one_sided_error():
+    found = _by_operator(operator_mutants("masked", SHARED_CLASSES))
+    assert [m.after for m in found["generator dropped: a global draw"]] == ["u = torch.rand(ids.shape)"]
+    assert {m.after for m in found["copy dropped"]} == {"return ids"}
+    assert [m.after for m in found["error condition made one-sided"]] == ["if n_tokens == 0:", "if ids.numel() == 0:"]
