@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..course import conventions
+from ..course import contracts, conventions
 from ..course.setup_cell import SETUP_GRADE_ID
 from ..judge.protocol import JudgeJob, JudgeResult
 from ..sandbox.limits import Limits
@@ -122,7 +122,7 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
     references, upstream, exercise_of = conventions.reference_answers(source_nb)   # the judge's second pass
     job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
                              str(files_dir) if files_dir else None, [str(p) for p in hide], _tampering(job.row.flags),
-                             references, upstream, exercise_of)
+                             references, upstream, exercise_of, contracts.declared_returns(job.assignment))
 
 
 def _tampering(flags: str) -> str:

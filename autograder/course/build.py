@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import conventions, student_work
+from . import contracts, conventions, student_work
 from .. import selfgrade
 from .course_directory import course_config, link_sources, make_api
 from .setup_cell import SETUP_GRADE_ID, release_problems, setup_cell_source
@@ -205,7 +205,7 @@ def _plan_bundle(assignment, bundle_dir: Path, self_grading: bool, planned: _Pla
     """The assignment's self-grading bundle (its tests), or its removal from a private edition."""
     bundle = bundle_dir / f"{assignment.name}.bin"
     if self_grading:
-        data = selfgrade.make_bundle(load_solution(assignment)).decode("ascii")
+        data = selfgrade.make_bundle(load_solution(assignment), contracts.declared_returns(assignment)).decode("ascii")
         if not _same_text(bundle, data):
             planned.writes[bundle] = data
     elif bundle.exists():

@@ -16,7 +16,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from . import conventions, mutant_edits
+from . import contracts, conventions, mutant_edits
 
 # (what the edit does, pattern, replacement): each applies at every match, one match per mutant.
 OPERATORS = (
@@ -161,13 +161,18 @@ def sweep(assignment: conventions.Assignment, exercises: list[str] | None = None
     unknown = sorted(set(exercises or ()) - set(cells))
     if unknown:
         raise ValueError(f"no exercise {', '.join(unknown)} in {assignment.name} (it has {', '.join(cells)})")
-    made = {name: [m for m in operator_mutants(name, code) if not operators or any(o in m.operator for o in operators)]
-            for name, code in cells.items() if not exercises or name in exercises}
-    made = {name: found for name, found in made.items() if found}
+    made = _chosen(cells, exercises, operators)
     by_name = {m.mutant.name: m for found in made.values() for m in found}
     results = judge_mutants(nb, {name: [m.mutant for m in found] for name, found in made.items()},
-                            cell_timeout_s=CELL_TIMEOUT_S)
+                            cell_timeout_s=CELL_TIMEOUT_S, returns=contracts.declared_returns(assignment))
     return len(results), [by_name[result.name] for result in results if not result.caught]
+
+
+def _chosen(cells: dict[str, str], exercises: list[str] | None, operators: list[str] | None) -> dict[str, list]:
+    """The operator mutants of the chosen exercises' cells (all by default), of the chosen operators only."""
+    made = {name: [m for m in operator_mutants(name, code) if not operators or any(o in m.operator for o in operators)]
+            for name, code in cells.items() if not exercises or name in exercises}
+    return {name: found for name, found in made.items() if found}
 
 
 def main(name: str, exercises: list[str], operators: list[str] | None = None) -> int:

@@ -250,3 +250,12 @@ def argument_returned(label: str, entries) -> str:
             f"memory), not a new one: a caller who changes the result changes their `{name}` too.\nHint: return "
             "a new tensor or list (x.clone(), list(x), or a computation that makes one), also on the branch where "
             "nothing needs to change.")
+
+
+def wrong_return_type(label: str, problem: str) -> str:
+    """The failure message for a call whose value is not of the type its contract declares
+    (``return_types.mismatch`` says how, e.g. "a numpy.float64, where a Python float is declared")."""
+    who = label[5:] if label.startswith("your ") else label
+    return (f"{who} returned {problem} (the docstring's Returns).\nHint: convert at the end: float(x) or x.item() "
+            "for a Python number, a tensor built with torch operations, a list or tuple of the items the docstring "
+            "names, also on the branches that return early.")

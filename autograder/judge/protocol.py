@@ -136,6 +136,7 @@ class JudgeJob:
     from it. ``references`` (exercise -> the course's code, for exercises a later one uses), ``upstream``
     (exercise -> the earlier exercises its solution uses) and ``exercise_of`` (grade id -> exercise) are
     for the second pass (``judge.second_pass``); they hold solution code, so a job never reaches a student.
+    ``returns`` (name -> declared return type, ``course.contracts``) is checked on every hidden call.
     """
 
     cells: list
@@ -150,12 +151,14 @@ class JudgeJob:
     references: dict = field(default_factory=dict)
     upstream: dict = field(default_factory=dict)
     exercise_of: dict = field(default_factory=dict)
+    returns: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"cells": self.cells, "run_indices": self.run_indices, "answer_cells": self.answer_cells,
                 "cell_labels": self.cell_labels, "names": self.names, "limits": asdict(self.limits),
                 "submission_dir": self.submission_dir, "hide": self.hide, "untrusted_reports": self.untrusted_reports,
-                "references": self.references, "upstream": self.upstream, "exercise_of": self.exercise_of}
+                "references": self.references, "upstream": self.upstream, "exercise_of": self.exercise_of,
+                "returns": self.returns}
 
     @classmethod
     def from_dict(cls, data) -> "JudgeJob":
@@ -173,7 +176,7 @@ class JudgeJob:
                    _int_list(data.get("answer_cells", []), "answer_cells"), dict(labels),
                    _str_list(data.get("names"), "names"), limits, folder, _str_list(data.get("hide", []), "hide"),
                    untrusted, _str_map(data.get("references", {}), "references"), _upstream(data.get("upstream", {})),
-                   _str_map(data.get("exercise_of", {}), "exercise_of"))
+                   _str_map(data.get("exercise_of", {}), "exercise_of"), _str_map(data.get("returns", {}), "returns"))
 
     def to_message(self, key: bytes) -> bytes:
         """The judge's standard input: the job and the key its result must be sealed with."""
@@ -317,9 +320,10 @@ class SelfGradeJob:
     names: list
     tests: list          # {"exercise", "grade_id", "points", "source"} per graded test cell
     limit_s: float = 300.0
+    returns: dict = field(default_factory=dict)   # name -> declared return type (course.contracts)
 
     def to_json(self) -> str:
-        return json.dumps({"names": self.names, "tests": self.tests, "limit_s": self.limit_s})
+        return json.dumps({"names": self.names, "tests": self.tests, "limit_s": self.limit_s, "returns": self.returns})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "SelfGradeJob":
@@ -331,7 +335,8 @@ class SelfGradeJob:
                  "tests must be objects with a source and a grade_id")
         limit = data.get("limit_s", 300.0)
         _require(type(limit) in (int, float) and limit > 0, "limit_s must be a positive number")
-        return cls(_str_list(data.get("names"), "names"), tests, float(limit))
+        return cls(_str_list(data.get("names"), "names"), tests, float(limit),
+                   _str_map(data.get("returns", {}), "returns"))
 
 
 @dataclass

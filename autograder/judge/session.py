@@ -17,11 +17,11 @@ from pathlib import Path
 
 from ..sandbox import confinement, processes
 from ..sandbox.limits import Limits
-from . import wire, wire_decode
+from . import return_types, wire, wire_decode
 from .protocol import (MAX_CELL_IMAGES, MAX_CELL_TEXT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_IMAGE_CHARS,
                         MAX_TEST_MESSAGE_CHARS, Status)
 from .audit_pipe import AuditPipe
-from .changes import argument_returned, changed_inputs, global_mode_left_changed, global_rng_used
+from .changes import argument_returned, changed_inputs, global_mode_left_changed, global_rng_used, wrong_return_type
 from .handles import Handle, Probes, StudentCodeError, exception_from
 from .hidden_values import HiddenInputs
 from .outputs import error_output, image_output, is_base64, stream_output
@@ -73,6 +73,7 @@ class Session:
         self.audit = AuditPipe()   # what the runner's audit hook saw (sandbox/audit.py)
         self.hidden_inputs = HiddenInputs()   # what hidden tests sent: hidden in every output after them
         self.in_hidden_test = False
+        self.returns: dict[str, tuple] = {}   # name -> its declared return type, parsed (return_types)
 
     # -- the runner's life ---------------------------------------------------------------------
     def start(self) -> None:
@@ -264,6 +265,19 @@ class Session:
         if sent is not None and self.in_hidden_test and reply.get("returned_argument"):
             raise _check_failure(argument_returned(label, reply.get("returned_argument")))
         return value
+
+    def declare_returns(self, declared: dict) -> None:
+        """The return types the exercises' contracts declare (name -> expression, ``contracts.declared_returns``)."""
+        self.returns = {name: return_types.parse(text) for name, text in declared.items()}
+
+    def returned(self, name, value, label: str) -> None:
+        """Fail a hidden test's call of a notebook name whose value is not of the type its contract declares."""
+        declared = self.returns.get(name) if type(name) is str else None
+        if declared is None or not self.in_hidden_test:
+            return
+        problem = return_types.mismatch(value, declared)
+        if problem:
+            raise _check_failure(wrong_return_type(label, problem))
 
     # -- test cells ----------------------------------------------------------------------------
     def run_test_cell(self, source: str, grade_id: str) -> CellOutcome:

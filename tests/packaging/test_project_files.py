@@ -263,6 +263,7 @@ def test_the_container_copies_the_mutants_its_demo_needs():
     all-correct sample and call it partly wrong."""
     dockerfile = (conventions.REPO_ROOT / "autograder" / "container" / "Dockerfile").read_text(encoding="utf-8")
     assert "COPY mutants/ mutants/" in dockerfile
+    assert "COPY contracts/ contracts/" in dockerfile   # the judge checks the declared return types
     assert conventions.MUTANTS_DIR == conventions.REPO_ROOT / "mutants"
     for assignment in conventions.assignments():
         assert mutant_edits.read_edits(assignment.mutants_path), f"no mutants for {assignment.name} in {conventions.MUTANTS_DIR}"

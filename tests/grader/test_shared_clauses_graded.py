@@ -1,0 +1,133 @@
+"""Issue 49's bar: each clause every exercise shares is observed on every graded call, and breaking it costs exactly
+that clause's points. A fixture course with two exercises, each with a core hidden cell and an edge cell whose calls
+take a degenerate branch; each wrong answer breaks one shared clause on that branch only (the caller's own tensor
+returned, a draw from the global generator, autograd left off, a 0-d tensor where the contract declares a Python
+float), so each loses the edge cell's one point and nothing else, through the whole grader and its sandbox."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.course import submissions
+
+SOLUTIONS = {
+    "noisy_copy": '''import torch
+
+def noisy_copy(x, p, generator):
+    """x plus Gaussian noise of scale p, drawn from `generator` only; p == 0 gives an exact copy of x.
+
+    Returns a new tensor (never x itself); x is not modified; the global random state and autograd are left as
+    they were.
+    """
+    ### BEGIN SOLUTION
+    if p == 0:
+        return x.clone()
+    return x + p * torch.randn(x.shape, generator=generator)
+    ### END SOLUTION''',
+    "mean_value": '''import torch
+
+def mean_value(x):
+    """The mean of the tensor x's entries. Returns a Python float; an empty x gives 0.0."""
+    ### BEGIN SOLUTION
+    return float(x.mean()) if x.numel() else 0.0
+    ### END SOLUTION''',
+}
+CONTRACTS = '''[noisy_copy]
+returns = "tensor"
+generator = "generator"
+
+[mean_value]
+returns = "float"
+'''
+TESTS = {
+    "noisy_copy": ('''import torch
+from utils import checks
+x = torch.ones(3)
+out = noisy_copy(x, 0.5, torch.Generator().manual_seed(0))
+checks.assert_close(out, x + 0.5 * torch.randn(3, generator=torch.Generator().manual_seed(0)), name="noisy_copy")
+print("noisy_copy: visible tests passed")''', '''import torch
+from utils import checks
+x = torch.arange(6.0)
+out = noisy_copy(x, 2.0, torch.Generator().manual_seed(5))
+checks.assert_close(out, x + 2.0 * torch.randn(6, generator=torch.Generator().manual_seed(5)), name="noisy_copy, p = 2")''',
+                   '''import torch
+from utils import checks
+x = torch.arange(4.0)
+checks.assert_close(noisy_copy(x, 0.0, torch.Generator().manual_seed(1)), x, name="noisy_copy with p = 0")'''),
+    "mean_value": ('''import torch
+from utils import checks
+checks.assert_close(mean_value(torch.tensor([1.0, 3.0])), 2.0, name="mean_value")
+print("mean_value: visible tests passed")''', '''import torch
+from utils import checks
+checks.assert_close(mean_value(torch.arange(5.0)), 2.0, name="mean_value of 0..4")''', '''import torch
+from utils import checks
+checks.assert_close(mean_value(torch.zeros(0)), 0.0, name="mean_value of an empty tensor")'''),
+}
+# student -> (answers, expected score of 8); each wrong answer breaks one clause on its degenerate branch only
+NOISY = "import torch\ndef noisy_copy(x, p, generator):\n    if p == 0:\n{zero}\n    return x + p * torch.randn(x.shape, generator=generator)"
+STUDENTS = {
+    "correct": ({}, 8),
+    "returns_the_callers_tensor": ({"noisy_copy": NOISY.format(zero="        return x")}, 7),
+    "draws_from_the_global_generator": ({"noisy_copy": NOISY.format(
+        zero="        return x + 0 * torch.randn(x.shape)")}, 7),
+    "leaves_autograd_off": ({"noisy_copy": NOISY.format(zero="        torch.set_grad_enabled(False)\n        return x.clone()")}, 7),
+    "returns_a_tensor_for_a_float": ({"mean_value": "import torch\ndef mean_value(x):\n"
+                                      "    return float(x.mean()) if x.numel() else torch.tensor(0.0)"}, 7),
+}
+MESSAGES = {"returns_the_callers_tensor": "noisy_copy returned the caller's own `x` as its result",
+            "draws_from_the_global_generator": "noisy_copy changed the global random state",
+            "leaves_autograd_off": "noisy_copy left PyTorch's global state changed (autograd: on -&gt; off)",
+            "returns_a_tensor_for_a_float": "mean_value returned a tensor (0-d), where a Python float is declared"}
+
+
+def _course(root):
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from autograder.course import conventions
+    from autograder.course.build import build
+    from autograder.course.solution_source import write_text_source
+    from fixture_course import _meta
+
+    cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
+    for name, solution in SOLUTIONS.items():
+        visible, hidden, edges = TESTS[name]
+        wrap = "# Hidden tests for {0} run when your notebook is graded.\n### BEGIN HIDDEN TESTS\n{1}\n### END HIDDEN TESTS"
+        cells += [new_code_cell(solution, metadata=_meta(name, solution=True, locked=False)),
+                  new_code_cell(visible, metadata=_meta(f"test_{name}", grade=True, points=1)),
+                  new_code_cell(wrap.format(name, hidden), metadata=_meta(f"test_{name}_hidden", grade=True, points=2)),
+                  new_code_cell(wrap.format(name, edges), metadata=_meta(f"test_{name}_hidden_edges", grade=True, points=1))]
+    nb = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                                            "name": "python3"}, "language_info": {"name": "python"}})
+    source = root / "solutions" / "01_fixture" / "fixture.ipynb"
+    source.parent.mkdir(parents=True)
+    write_text_source(source, nb)
+    (root / "contracts").mkdir()
+    (root / "contracts" / "01_fixture.toml").write_text(CONTRACTS, encoding="utf-8")
+    build(root / "solutions", root / "notebooks")
+    return conventions.Assignment("01_fixture", source)
+
+
+@pytest.mark.slow
+def test_each_shared_clause_broken_on_a_degenerate_branch_costs_exactly_its_edge_cells_point(tmp_path):
+    from autograder.batch.grading import grade
+    from autograder.sandbox.limits import Limits
+    from conftest import TEST_SANDBOX
+
+    root = tmp_path / "course"
+    root.mkdir()
+    assignment = _course(root)
+    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
+    subs = root / "submitted"
+    for student, (answers, _) in STUDENTS.items():
+        submissions.write(submissions.filled_in(assignment, answers, release_path=release),
+                          subs / student / "01_fixture" / "fixture.ipynb")
+    out = root / "out"
+    rows = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
+                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120,
+                                                         sandbox=TEST_SANDBOX))}
+    for student, (_, score) in STUDENTS.items():
+        row = rows[student]
+        assert (row.score, row.max_score, row.status) == (score, 8, "ok"), (student, row.score, row.status, row.detail)
+    for student, message in MESSAGES.items():
+        page = (out / "feedback" / student / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
+        assert message in page.replace("&#x27;", "'"), (student, message)
