@@ -57,7 +57,7 @@ def mutant_failures(assignment: conventions.Assignment, mutants_dir: Path, out_d
                     for m in cached["mutants"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass   # no cache, or a damaged one: run them
-    found = _run_mutants(nb, mutants, contracts.declared_returns(assignment))
+    found = _run_mutants(nb, mutants, contracts.for_judge(assignment))
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"fingerprint": key, "mutants": [asdict(m) for m in found]}, indent=1), encoding="utf-8")
     return found
@@ -71,7 +71,7 @@ def _fingerprint(source_path: Path, mutants_path: Path, exercises: list[str]) ->
     return digest.hexdigest()
 
 
-def _run_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]], returns: dict) -> list[MutantFailure]:
+def _run_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]], declared: dict) -> list[MutantFailure]:
     """Walk the solution notebook in a judge session; at each exercise with mutants, swap each in and
     judge the exercise's test cells, then put the solution back (``check``'s walk, keeping the messages)."""
     from ..judge.session import Session
@@ -84,7 +84,7 @@ def _run_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]], returns: dic
     with tempfile.TemporaryDirectory(prefix="course-report-") as tmp:
         (Path(tmp) / "work").mkdir()
         session = Session(Path(tmp) / "work", limits, [], conventions.exercise_names(nb), Path(tmp) / "runner.log")
-        session.declare_returns(returns)
+        session.declare_contracts(declared)
         session.start()
         try:
             for index, cell in enumerate(nb.cells):

@@ -122,7 +122,7 @@ def prepare_job(job: Job, nb, release, source_nb, limits: Limits, hide: list[Pat
     references, upstream, exercise_of = conventions.reference_answers(source_nb)   # the judge's second pass
     job.judge_job = JudgeJob(cells, run_indices, answers, labels, conventions.exercise_names(source_nb), limits,
                              str(files_dir) if files_dir else None, [str(p) for p in hide], _tampering(job.row.flags),
-                             references, upstream, exercise_of, contracts.declared_returns(job.assignment))
+                             references, upstream, exercise_of, contracts.for_judge(job.assignment))
 
 
 def _tampering(flags: str) -> str:

@@ -205,7 +205,7 @@ def _plan_bundle(assignment, bundle_dir: Path, self_grading: bool, planned: _Pla
     """The assignment's self-grading bundle (its tests), or its removal from a private edition."""
     bundle = bundle_dir / f"{assignment.name}.bin"
     if self_grading:
-        data = selfgrade.make_bundle(load_solution(assignment), contracts.declared_returns(assignment)).decode("ascii")
+        data = selfgrade.make_bundle(load_solution(assignment), contracts.for_judge(assignment)).decode("ascii")
         if not _same_text(bundle, data):
             planned.writes[bundle] = data
     elif bundle.exists():

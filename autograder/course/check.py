@@ -85,7 +85,7 @@ def run_notebook(assignment: conventions.Assignment, *, with_mutants: bool = Tru
     report = NotebookReport(assignment.name, 0.0, conventions.cpu_budget_seconds(nb))
     if in_kernel:
         _run_in_kernel(nb, assignment, report, cell_cpu_limit_s)
-    _run_in_judge(nb, report, mutants, returns=contracts.declared_returns(assignment))
+    _run_in_judge(nb, report, mutants, declared=contracts.for_judge(assignment))
     return report
 
 
@@ -113,9 +113,9 @@ def _run_in_kernel(nb, assignment, report: NotebookReport, cell_cpu_limit_s: flo
 
 
 def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edits.Mutant]],
-                  cell_timeout_s: float = 300, returns: dict | None = None) -> None:
-    """The graded cells of ``nb`` judged as the grader judges them, each exercise's mutants first; ``returns``:
-    the return types the contracts declare (``contracts.declared_returns``), checked on every hidden call."""
+                  cell_timeout_s: float = 300, declared: dict | None = None) -> None:
+    """The graded cells of ``nb`` judged as the grader judges them, each exercise's mutants first; ``declared``:
+    what the contracts declare for every call (``contracts.for_judge``)."""
     exercises = conventions.exercises(nb)
     by_first_test = {min(e.test_indices): e for e in exercises if e.test_indices}
     limits = Limits(cell_timeout_s=cell_timeout_s, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
@@ -124,7 +124,7 @@ def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edi
         scratch = Path(tmp) / "work"
         scratch.mkdir()
         session = Session(scratch, limits, [], conventions.exercise_names(nb), Path(tmp) / "runner.log")
-        session.declare_returns(returns or {})
+        session.declare_contracts(declared or {})
         session.start()
         try:
             for index, cell in enumerate(nb.cells):
@@ -151,12 +151,12 @@ def _run_in_judge(nb, report: NotebookReport, mutants: dict[str, list[mutant_edi
 
 
 def judge_mutants(nb, mutants: dict[str, list[mutant_edits.Mutant]], cell_timeout_s: float = 300,
-                  returns: dict | None = None) -> list[MutantResult]:
+                  declared: dict | None = None) -> list[MutantResult]:
     """The judge run of a solution notebook with the given mutants (by exercise) tried in place of the solutions:
     each mutant's result (the judge's errors on the solution itself are not reported here). A test cell that runs
     past ``cell_timeout_s`` fails (a mutant that loops for ever is caught by it)."""
     report = NotebookReport("", 0.0, 0.0)
-    _run_in_judge(nb, report, mutants, cell_timeout_s, returns)
+    _run_in_judge(nb, report, mutants, cell_timeout_s, declared)
     return report.mutants
 
 

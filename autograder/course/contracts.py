@@ -74,9 +74,10 @@ def load(assignment) -> dict[str, Contract]:
     return {name: _contract(name, entry, path) for name, entry in data.items()}
 
 
-def declared_returns(assignment) -> dict[str, str]:
-    """name -> declared return type, for the judge (``Session.declare_returns``)."""
-    return {name: contract.returns for name, contract in load(assignment).items()}
+def for_judge(assignment) -> dict[str, dict]:
+    """What the judge checks on every call (``Session.declare_contracts``): name -> ``{"returns": the declared
+    type, "views": the arguments the result may share memory with}``."""
+    return {name: {"returns": c.returns, "views": list(c.views)} for name, c in load(assignment).items()}
 
 
 def _contract(name: str, entry, path) -> Contract:

@@ -164,7 +164,7 @@ def sweep(assignment: conventions.Assignment, exercises: list[str] | None = None
     made = _chosen(cells, exercises, operators)
     by_name = {m.mutant.name: m for found in made.values() for m in found}
     results = judge_mutants(nb, {name: [m.mutant for m in found] for name, found in made.items()},
-                            cell_timeout_s=CELL_TIMEOUT_S, returns=contracts.declared_returns(assignment))
+                            cell_timeout_s=CELL_TIMEOUT_S, declared=contracts.for_judge(assignment))
     return len(results), [by_name[result.name] for result in results if not result.caught]
 
 

@@ -64,7 +64,7 @@ def main_attached() -> int:
     except (ValueError, ProtocolError):
         return 1
     session = AttachedSession(job.names, Connection(writer, 0, buffer), job.limit_s)
-    session.declare_returns(job.returns)
+    session.declare_contracts(job.contracts)
     verdicts = [_verdict(session, test) for test in job.tests]
     writer.write((verdicts_message(verdicts) + "\n").encode("utf-8"))
     writer.flush()

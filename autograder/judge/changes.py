@@ -238,18 +238,28 @@ def global_mode_left_changed(label: str, entries) -> str:
 
 
 def argument_returned(label: str, entries) -> str:
-    """The failure message for a call that returned one of its by-value arguments itself
-    (``kernel_agent.returned_arguments``)."""
+    """The failure message for a call that returned one of its by-value arguments itself, or a tensor sharing
+    memory with one where its contract promises a new one (``kernel_agent.returned_arguments``)."""
     first = entries[0] if type(entries) is list and entries and type(entries[0]) is dict else {}
     name = first.get("name")
     name = name if type(name) is str and name.isidentifier() else f"argument {name}" if type(name) is int else "an argument"
-    path = first.get("path") if type(first.get("path")) is list else []
-    where = "its result" if not path else "part " + "".join(f"[{i}]" for i in path if type(i) is int) + " of its result"
+    steps = _result_path(first.get("path"))
+    where = "its result" if not steps else f"part {steps} of its result"
     who = label[5:] if label.startswith("your ") else label
-    return (f"{who} returned the caller's own `{name}` as {where} (the same object, or a view of all of its "
-            f"memory), not a new one: a caller who changes the result changes their `{name}` too.\nHint: return "
+    what = (f"a view of the caller's `{name}` as {where} (a tensor over part of its memory: x[0], x.T, x.view(...))"
+            if first.get("shares") is True else
+            f"the caller's own `{name}` as {where} (the same object, or a view of all of its memory)")
+    return (f"{who} returned {what}, not a new one: a caller who changes the result changes their `{name}` too.\n"
+            "Hint: return "
             "a new tensor or list (x.clone(), list(x), or a computation that makes one), also on the branch where "
             "nothing needs to change.")
+
+
+def _result_path(path) -> str:
+    """``[1]['k']``: the place in a result, its indices and short dict keys (anything else is left out)."""
+    steps = path if type(path) is list else []
+    return "".join(f"[{i}]" if type(i) is int else f"[{i!r}]" for i in steps
+                   if type(i) is int or (type(i) is str and i.isidentifier() and len(i) <= 20))
 
 
 def wrong_return_type(label: str, problem: str) -> str:

@@ -24,9 +24,7 @@ class Asks(Protocol):
 
     call_limit: tuple[float, str] | None
 
-    def ask(self, message: dict, label: str, sent: tuple | None = None): ...
-
-    def returned(self, name, value, label: str) -> None: ...
+    def ask(self, message: dict, label: str, sent: tuple | None = None, name: str | None = None): ...
 
     def send(self, value): ...
 
@@ -50,13 +48,12 @@ class Handle(wire.Ref):
 
     def _call(self, args: tuple, kwargs: dict, *, may_mutate: bool):
         """Call where the object lives. Unless ``may_mutate``, a by-value argument the call changed
-        (the runner reports what it saw; ``changed_inputs`` here decides) fails the test, and so does a value of
-        another type than the exercise's contract declares (``Session.returned``)."""
-        value = self._session.ask({"op": "call", "target": self._target(), "args": self._session.send(list(args)),
+        (the runner reports what it saw; ``changed_inputs`` here decides) fails the test, and so does a result
+        that breaks the contract declared for the notebook name called (``Session.declare_contracts``)."""
+        return self._session.ask({"op": "call", "target": self._target(), "args": self._session.send(list(args)),
                                   "kwargs": self._session.send(dict(kwargs)), "may_mutate": bool(may_mutate)},
-                                 self._label, sent=None if may_mutate else (tuple(args), dict(kwargs)))
-        self._session.returned(self.id, value, self._label)
-        return value
+                                 self._label, sent=None if may_mutate else (tuple(args), dict(kwargs)),
+                                 name=self.id if isinstance(self.id, str) else None)
 
     def __getattr__(self, name: str):
         if name.startswith("__"):

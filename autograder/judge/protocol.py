@@ -84,6 +84,12 @@ def _str_map(value, what: str) -> dict:
     return dict(value)
 
 
+def _contracts(value) -> dict:
+    _require(type(value) is dict and all(type(c) is dict and type(c.get("returns")) is str for c in value.values()),
+             "contracts must map names to objects with a declared return type")
+    return {name: {"returns": c["returns"], "views": _str_list(c.get("views", []), "views")} for name, c in value.items()}
+
+
 def _upstream(value) -> dict:
     _require(type(value) is dict, "upstream must be an object")
     return {name: _str_list(used, "upstream's lists") for name, used in value.items()}
@@ -136,7 +142,7 @@ class JudgeJob:
     from it. ``references`` (exercise -> the course's code, for exercises a later one uses), ``upstream``
     (exercise -> the earlier exercises its solution uses) and ``exercise_of`` (grade id -> exercise) are
     for the second pass (``judge.second_pass``); they hold solution code, so a job never reaches a student.
-    ``returns`` (name -> declared return type, ``course.contracts``) is checked on every hidden call.
+    ``contracts`` (name -> ``{"returns", "views"}``, ``course.contracts.for_judge``) is checked on every hidden call.
     """
 
     cells: list
@@ -151,14 +157,14 @@ class JudgeJob:
     references: dict = field(default_factory=dict)
     upstream: dict = field(default_factory=dict)
     exercise_of: dict = field(default_factory=dict)
-    returns: dict = field(default_factory=dict)
+    contracts: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"cells": self.cells, "run_indices": self.run_indices, "answer_cells": self.answer_cells,
                 "cell_labels": self.cell_labels, "names": self.names, "limits": asdict(self.limits),
                 "submission_dir": self.submission_dir, "hide": self.hide, "untrusted_reports": self.untrusted_reports,
                 "references": self.references, "upstream": self.upstream, "exercise_of": self.exercise_of,
-                "returns": self.returns}
+                "contracts": self.contracts}
 
     @classmethod
     def from_dict(cls, data) -> "JudgeJob":
@@ -176,7 +182,7 @@ class JudgeJob:
                    _int_list(data.get("answer_cells", []), "answer_cells"), dict(labels),
                    _str_list(data.get("names"), "names"), limits, folder, _str_list(data.get("hide", []), "hide"),
                    untrusted, _str_map(data.get("references", {}), "references"), _upstream(data.get("upstream", {})),
-                   _str_map(data.get("exercise_of", {}), "exercise_of"), _str_map(data.get("returns", {}), "returns"))
+                   _str_map(data.get("exercise_of", {}), "exercise_of"), _contracts(data.get("contracts", {})))
 
     def to_message(self, key: bytes) -> bytes:
         """The judge's standard input: the job and the key its result must be sealed with."""
@@ -320,10 +326,11 @@ class SelfGradeJob:
     names: list
     tests: list          # {"exercise", "grade_id", "points", "source"} per graded test cell
     limit_s: float = 300.0
-    returns: dict = field(default_factory=dict)   # name -> declared return type (course.contracts)
+    contracts: dict = field(default_factory=dict)   # name -> {"returns", "views"} (course.contracts.for_judge)
 
     def to_json(self) -> str:
-        return json.dumps({"names": self.names, "tests": self.tests, "limit_s": self.limit_s, "returns": self.returns})
+        return json.dumps({"names": self.names, "tests": self.tests, "limit_s": self.limit_s,
+                           "contracts": self.contracts})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "SelfGradeJob":
@@ -336,7 +343,7 @@ class SelfGradeJob:
         limit = data.get("limit_s", 300.0)
         _require(type(limit) in (int, float) and limit > 0, "limit_s must be a positive number")
         return cls(_str_list(data.get("names"), "names"), tests, float(limit),
-                   _str_map(data.get("returns", {}), "returns"))
+                   _contracts(data.get("contracts", {})))
 
 
 @dataclass

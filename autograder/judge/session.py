@@ -73,7 +73,7 @@ class Session:
         self.audit = AuditPipe()   # what the runner's audit hook saw (sandbox/audit.py)
         self.hidden_inputs = HiddenInputs()   # what hidden tests sent: hidden in every output after them
         self.in_hidden_test = False
-        self.returns: dict[str, tuple] = {}   # name -> its declared return type, parsed (return_types)
+        self.contracts: dict[str, dict] = {}   # name -> {"returns": parsed type, "views": [...]} (declare_contracts)
 
     # -- the runner's life ---------------------------------------------------------------------
     def start(self) -> None:
@@ -166,15 +166,15 @@ class Session:
             raise TypeError(f"a test can send the student's code only tensors, arrays, numbers, strings, "
                             f"lists/tuples/dicts of them and the notebook's own objects ({error})") from None
 
-    def ask(self, message: dict, label: str, sent: tuple | None = None):
+    def ask(self, message: dict, label: str, sent: tuple | None = None, name: str | None = None):
         """Send a call, return its value; raise what the student's code raised, or the test's failure
-        (a timeout, an argument changed in place)."""
+        (a timeout, an argument changed in place, a clause of ``name``'s contract broken)."""
         limit, what = self.call_limit or (float(self.limits.cell_timeout_s), label)
         message = self._watched(message, label, sent)
         reply = self._timed_request(message, limit, what) if self.call_limit else self._request(message, limit, what)
         if reply.get("ok") is True:
             self._believed(message.get("audit"), label)
-            return self._value(reply, label, sent)
+            return self._value(reply, label, sent, self.contracts.get(name) if name else None)
         error = reply.get("error")
         if type(error) is dict and error.get("type") == "KeyboardInterrupt":
             self.trouble = self.trouble or Status.TIMEOUT
@@ -245,7 +245,7 @@ class Session:
                                      f"{TIMEOUT_HINT}") from None
             raise
 
-    def _value(self, reply: dict, label: str, sent: tuple | None):
+    def _value(self, reply: dict, label: str, sent: tuple | None, contract: dict | None = None):
         try:
             value = wire_decode.decode(reply.get("value"), lambda ident: Handle(self, ident, f"object from {label}"))
         except (wire.WireError, RecursionError, TypeError, ValueError) as error:
@@ -262,22 +262,29 @@ class Session:
             raise _check_failure(global_rng_used(label, reply.get("global_rng")))
         if sent is not None and self.in_hidden_test and reply.get("global_mode"):
             raise _check_failure(global_mode_left_changed(label, reply.get("global_mode")))
-        if sent is not None and self.in_hidden_test and reply.get("returned_argument"):
-            raise _check_failure(argument_returned(label, reply.get("returned_argument")))
+        if sent is not None and self.in_hidden_test:
+            self._kept_to_contract(reply, label, value, contract)
         return value
 
-    def declare_returns(self, declared: dict) -> None:
-        """The return types the exercises' contracts declare (name -> expression, ``contracts.declared_returns``)."""
-        self.returns = {name: return_types.parse(text) for name, text in declared.items()}
-
-    def returned(self, name, value, label: str) -> None:
-        """Fail a hidden test's call of a notebook name whose value is not of the type its contract declares."""
-        declared = self.returns.get(name) if type(name) is str else None
-        if declared is None or not self.in_hidden_test:
-            return
-        problem = return_types.mismatch(value, declared)
+    def _kept_to_contract(self, reply: dict, label: str, value, contract: dict | None) -> None:
+        """Fail a hidden test's call whose result is an argument itself or shares memory with one, where the
+        contract of the name called does not let it view that argument (without a contract, as for a method, only
+        the argument itself fails), or is not of the declared return type."""
+        entries = reply.get("returned_argument")
+        entries = [e for e in entries if type(e) is dict] if type(entries) is list else []
+        views = contract["views"] if contract else None
+        wrong = [e for e in entries if e.get("name") not in (views or ()) and (views is not None or not e.get("shares"))]
+        if wrong:
+            raise _check_failure(argument_returned(label, wrong))
+        problem = return_types.mismatch(value, contract["returns"]) if contract else None
         if problem:
             raise _check_failure(wrong_return_type(label, problem))
+
+    def declare_contracts(self, declared: dict) -> None:
+        """What the exercises' contracts declare for every call (``course.contracts.for_judge``): name ->
+        ``{"returns": a type expression (return_types), "views": the arguments a result may share memory with}``."""
+        self.contracts = {name: {"returns": return_types.parse(c["returns"]), "views": list(c.get("views", []))}
+                          for name, c in declared.items()}
 
     # -- test cells ----------------------------------------------------------------------------
     def run_test_cell(self, source: str, grade_id: str) -> CellOutcome:

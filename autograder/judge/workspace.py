@@ -78,7 +78,7 @@ class Workspace:
         """The runner ready for ``job``, whose files are in the scratch folder: told to copy them in if
         it was started ahead, else started now. Raises what starting raises (``START_FAILURES``)."""
         self.session.names = list(job.names)
-        self.session.declare_returns(job.returns)
+        self.session.declare_contracts(job.contracts)
         if self.started_ahead_s is not None and self.session.alive():
             try:
                 self.session.connection.request({"op": "enter"}, STARTUP_TIMEOUT_S)

@@ -203,7 +203,22 @@ def _same_object(a, b) -> bool:
     return False
 
 
+def _shares_memory(a, b) -> bool:
+    """Two CPU tensors over one storage (a view of part of the other: x[0], x.T, x.view(-1))."""
+    import torch
+
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.numel() == 0 or b.numel() == 0:
+        return False
+    try:
+        return a.device.type == "cpu" and b.device.type == "cpu" and \
+            a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def _find_returned(value, path: list, inputs: list, found: list, depth: int) -> None:
+    """Each part of a result that is an input (``{"path", "name"}``), or a tensor over part of an input's memory
+    (``"shares": true``: the judge weighs it against the name's contract, which may allow a view)."""
     if depth > MAX_RETURNED_DEPTH or len(found) >= MAX_CHANGES:
         return
     if _mutable_value(value):
@@ -211,9 +226,14 @@ def _find_returned(value, path: list, inputs: list, found: list, depth: int) -> 
             if _same_object(value, original):
                 found.append({"path": list(path), "name": arg})
                 return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value[:64]):
-            _find_returned(item, path + [index], inputs, found, depth + 1)
+        shared = next((arg for original, arg in inputs if _shares_memory(value, original)), None)
+        if shared is not None:
+            found.append({"path": list(path), "name": shared, "shares": True})
+            return
+    items = list(value.items())[:64] if isinstance(value, dict) else \
+        list(enumerate(value[:64])) if isinstance(value, (list, tuple)) else []
+    for key, item in items:
+        _find_returned(item, path + [key if type(key) in (int, str) else "?"], inputs, found, depth + 1)
 
 
 # --------------------------------------------------------------------------------------------------

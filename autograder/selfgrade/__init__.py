@@ -60,9 +60,9 @@ def _mask(data: bytes) -> bytes:
     return bytes(b ^ _MASK[i % len(_MASK)] for i, b in enumerate(data))
 
 
-def make_bundle(source_nb, returns: dict | None = None) -> bytes:
+def make_bundle(source_nb, declared: dict | None = None) -> bytes:
     """The graded test cells of a source notebook, with what the judge needs (the course's code of the exercises
-    later ones use included, for the second pass) and the return types the contracts declare, obfuscated."""
+    later ones use included, for the second pass) and what the contracts declare for every call, obfuscated."""
     from ..course import conventions
 
     tests = []
@@ -75,7 +75,7 @@ def make_bundle(source_nb, returns: dict | None = None) -> bytes:
     # The course's code of the exercises later ones use, for the second pass: the public edition publishes it.
     references, upstream, _ = conventions.reference_answers(source_nb)
     payload = json.dumps({"names": conventions.exercise_names(source_nb), "tests": tests, "references": references,
-                          "upstream": upstream, "returns": returns or {}}, sort_keys=True)
+                          "upstream": upstream, "contracts": declared or {}}, sort_keys=True)
     return base64.b64encode(_mask(zlib.compress(payload.encode("utf-8"), 9))) + b"\n"
 
 
@@ -99,7 +99,7 @@ def _judged(bundle: dict, namespace: dict, limit_s: float) -> list[TestVerdict]:
     """The bundle's tests run once in a judge process, its calls answered from ``namespace``."""
     from ..sandbox.kernel_agent import Agent
 
-    job = SelfGradeJob(bundle["names"], bundle["tests"], limit_s, bundle.get("returns", {}))
+    job = SelfGradeJob(bundle["names"], bundle["tests"], limit_s, bundle.get("contracts", {}))
     process = subprocess.Popen([sys.executable, "-m", "autograder.judge", "--attached"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
     process.stdin.write(job.to_json() + "\n")

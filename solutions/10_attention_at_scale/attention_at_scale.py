@@ -935,7 +935,8 @@ def cached_attention(q, k, v, cache):
         makes, the mask included, is made there), in which new token i attends,
         with scale 1/sqrt(d), to the keys of positions 0, ..., P + i (everything cached, and the new
         tokens up to itself), whatever the size of the scores; new_cache is a NEW dict {"k": (B, H, P + t, d), "v": (B, H, P + t, d_v)}, the old
-        entries first, then the new ones. The result equals full causal attention over all P + t
+        entries first, then the new ones. When cache is None its tensors may be k and v themselves (or a
+        view of them): a cache keeps what it is given. The result equals full causal attention over all P + t
         tokens at the last t positions. q, k, v, the cache dict and its tensors are left unchanged.
     """
     ### BEGIN SOLUTION

@@ -373,11 +373,17 @@ def test_returning_the_callers_own_object_fails_on_every_call(student, name, arg
     assert message.startswith(expected), message
 
 
-def test_new_results_and_reshaped_views_are_not_reported(student):
-    for name, args in (("mask_nothing", (torch.arange(4), 1)), ("reshaped_view", (torch.ones(2, 3),)),
-                       ("good", (torch.ones(2),))):
+def test_new_results_are_not_reported_and_views_are_reported_as_sharing(student):
+    """A view with another shape is reported as sharing memory; the judge fails it only for a name whose contract
+    promises a new result (``Session._kept_to_contract``), so split_heads may return one."""
+    for name, args in (("mask_nothing", (torch.arange(4), 1)), ("good", (torch.ones(2),))):
         reply, _ = student.call(name, *args)
         assert "returned_argument" not in reply, (name, reply.get("returned_argument"))
+    reply, _ = student.call("reshaped_view", torch.ones(2, 3))
+    assert reply.get("returned_argument") == [{"path": [], "name": "x", "shares": True}], reply
+    from autograder.judge.changes import argument_returned
+    assert argument_returned("your reshaped_view", reply["returned_argument"]).startswith(
+        "reshaped_view returned a view of the caller's `x` as its result (a tensor over part of its memory")
 
 
 @pytest.mark.parametrize("name, entry", [("autograd_left_off", "autograd: on -> off"),

@@ -18,14 +18,16 @@ from utils.checks import CheckFailure
 class FakeSession:
     def __init__(self, value="answer"):
         self.asked = []
+        self.names = []   # the notebook name each call's contract is looked up by (None for an object)
         self.value = value
         self.call_limit = None
 
     def send(self, value):
         return wire.encode(value)
 
-    def ask(self, message, label, sent=None):
+    def ask(self, message, label, sent=None, name=None):
         self.asked.append((message, label, sent))
+        self.names.append(name)
         return self.value
 
 
@@ -39,6 +41,7 @@ def test_a_call_sends_its_arguments_by_value_and_keeps_them_for_the_in_place_che
     assert message["op"] == "call" and message["target"] == {"name": "softmax"} and message["may_mutate"] is False
     assert message["args"] == wire.encode([x]) and message["kwargs"] == wire.encode({"dim": -1})
     assert sent[0][0] is x and sent[1] == {"dim": -1}
+    assert session.names == ["softmax"]
 
 
 def test_an_object_from_the_student_is_addressed_by_its_reference_number():
@@ -47,7 +50,7 @@ def test_an_object_from_the_student_is_addressed_by_its_reference_number():
     model(1)
     assert model.training == "answer"
     call = session.asked[0][0]
-    assert call["target"] == {"ref": 7} and call["op"] == "call"
+    assert call["target"] == {"ref": 7} and call["op"] == "call" and session.names[0] is None
     read = session.asked[1]
     assert read[0] == {"op": "getattr", "target": {"ref": 7}, "name": "training"}
     assert read[1] == "object from your MultiHeadAttention.training"

@@ -65,8 +65,8 @@ class FakeSession:
         self.fail_start, self.fail_enter = fail_start, fail_enter
         FakeSession.instances.append(self)
 
-    def declare_returns(self, declared):
-        self.returns = dict(declared)
+    def declare_contracts(self, declared):
+        self.contracts = dict(declared)
 
     def start(self):
         self.files = {p.name: p.read_text() for p in self.scratch.iterdir()}   # the scratch folder goes with the judge
