@@ -23,9 +23,9 @@ from .setup_cell import SETUP_GRADE_ID
 LIMITS = Limits(cell_timeout_s=300, notebook_timeout_s=3600, memory_mb=8192, sandbox="none")
 
 
-def judge_job(nb, answers: dict[str, str], limits: Limits = LIMITS) -> JudgeJob:
+def judge_job(nb, answers: dict[str, str], limits: Limits = LIMITS, declared: dict | None = None) -> JudgeJob:
     """The grader's job for the solution notebook ``nb`` with the answer cells named in ``answers`` (exercise ->
-    code) replaced, the others answered by the solution."""
+    code) replaced, the others answered by the solution; ``declared``: the contracts (``contracts.for_judge``)."""
     cells, run_indices, answer_cells, labels = [], [], [], {}
     for index, cell in enumerate(nb.cells):
         source = cell.source
@@ -40,7 +40,7 @@ def judge_job(nb, answers: dict[str, str], limits: Limits = LIMITS) -> JudgeJob:
         cells.append({"cell_type": cell.cell_type, "source": source, "metadata": dict(cell.metadata)})
     references, upstream, exercise_of = conventions.reference_answers(nb)
     job = JudgeJob(cells, run_indices, answer_cells, labels, conventions.exercise_names(nb), limits,
-                   references=references, upstream=upstream, exercise_of=exercise_of)
+                   references=references, upstream=upstream, exercise_of=exercise_of, contracts=declared or {})
     return JudgeJob.from_dict(json.loads(json.dumps(job.to_dict())))   # plain JSON, as a job reaches a judge
 
 
@@ -56,9 +56,9 @@ def points_lost(nb, result: JudgeResult) -> dict[str, float]:
     return lost
 
 
-def judged_with(nb, answers: dict[str, str]) -> tuple[dict[str, float], JudgeResult]:
+def judged_with(nb, answers: dict[str, str], declared: dict | None = None) -> tuple[dict[str, float], JudgeResult]:
     """The points each exercise loses when ``answers`` replace the solution's, and the judge's result."""
-    result = judge_notebook(judge_job(nb, answers))
+    result = judge_notebook(judge_job(nb, answers, declared=declared))
     return points_lost(nb, result), result
 
 
