@@ -88,6 +88,10 @@ def _disagreements(assignment) -> list[str]:
             continue
         problems += [f"{name}: {p}" for p in _clause_problems(declared[name], node, doc,
                                                                 _hidden_sources(nb, exercise))]
+    tests = "\n".join(cell.source for cell in nb.cells if conventions.is_graded_cell(cell))
+    problems += [f"{name}: its tests call it through probes.mutating_call, but its contract declares no mutates"
+                 for name in sorted(set(re.findall(r"mutating_call\(\s*(\w+)", tests)))
+                 if name in declared and not declared[name].mutates]
     return problems
 
 
@@ -118,6 +122,8 @@ def _clause_problems(contract, node, doc: str, hidden: list[str]) -> list[str]:
     if ("generator" in parameters) != (contract.generator == "generator"):
         problems.append("a parameter named generator is the call's only randomness: declare generator = \"generator\"")
     problems += ["views declared, but its docstring never says the result may be a view"] if contract.views and "view" not in doc else []
+    problems += ["mutates declared, but its docstring never says it modifies an argument"] if contract.mutates and not \
+        re.search(r"modif|in place", doc) else []
     return problems
 
 
