@@ -11,7 +11,8 @@ the computation down: use it to measure memory, never time.
 
 ``result_has_shared_elements(fn, *args)`` says whether a returned tensor has elements that are one memory
 location (an ``expand()``ed view): a "new tensor" a caller cannot edit one part of; ``results_share_memory(fn,
-*args)`` whether two returned tensors are views of one buffer; ``call_with_strided(fn, *args)`` calls ``fn`` on
+*args)`` whether two returned tensors are views of one buffer, ``results_own_their_memory(fn, *args)`` whether
+each is contiguous and alone in its memory; ``call_with_strided(fn, *args)`` calls ``fn`` on
 tensors that are not contiguous (a layout the trip to the student's process does not keep).
 """
 
@@ -72,6 +73,19 @@ def results_share_memory(fn, *args, **kwargs) -> bool:
             spans.append((start, start + tensor.untyped_storage().nbytes()))
     return any(start < other_end and other_start < end
                for n, (start, end) in enumerate(spans) for other_start, other_end in spans[n + 1:])
+
+
+def results_own_their_memory(fn, *args, **kwargs) -> bool:
+    """Whether every tensor ``fn(*args, **kwargs)`` returns (in a tuple, list or dict too) is contiguous and alone
+    in its memory: its storage holds its elements and nothing else, so it is no slice of a larger buffer
+    (``window[:, :-1]`` of a ``(B, T + 1)`` window is one, and not contiguous: ``.view(-1)`` refuses it). A test
+    instrument for "new tensors", built where the student's code runs with
+    ``probes.make("utils.memory.results_own_their_memory", fn, *args)``: it returns plain data (a bool), because
+    strides and storage do not survive the trip to the judge."""
+    return all(tensor.is_contiguous() and tensor.storage_offset() == 0
+               and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+               for tensor in tree_leaves(fn(*args, **kwargs))
+               if isinstance(tensor, torch.Tensor) and tensor.numel() > 0)     # no element: nothing to hold
 
 
 def call_with_strided(fn, *args, **kwargs) -> dict:

@@ -241,8 +241,10 @@ def get_batch(data, block_size, batch_size, generator=None):
         generator: a torch.Generator (CPU) to draw the starts from; None means PyTorch's global
             generator. All randomness comes from it.
     Returns:
-        (x, y): two new int64 torch tensors of shape (B, T) on the CPU, sharing no memory with data or with
-        each other (writing into x leaves y as it was).
+        (x, y): two new int64 torch tensors of shape (B, T) on the CPU, each contiguous and in memory of its
+        own: sharing no memory with data or with each other (writing into x leaves y as it was), and no
+        slice of a larger buffer (window[:, 1:] of a (B, T + 1) window is not contiguous, and a model that
+        flattens its targets with .view(-1) refuses it).
         For each row b there is a start s_b with x[b] = data[s_b : s_b + T] and
         y[b] = data[s_b + 1 : s_b + T + 1]. The starts are drawn independently and uniformly from
         {0, 1, ..., N - T - 1}: every window of T + 1 tokens that fits is possible, none crosses the end.
@@ -364,11 +366,15 @@ for dtype, batch in [(np.uint16, 4), (np.int64, 1), (np.int64, 3)]:
     checks.assert_true(not call.shares_memory, name=f"x and y versus {np.dtype(dtype).name} data, B = {batch}",
                        problem="the result shares memory with the data array.", hint="Return new tensors (copy the windows).")
 # ... and x and y share no memory with each other: two slices of one (B, T + 1) window overlap (x[b, t + 1] is
-# y[b, t]), so writing into x would change y.
-checks.assert_true(not probes.make("utils.memory.results_share_memory", get_batch, np.arange(20, dtype=np.uint16), 5, 3,
-                                   torch.Generator().manual_seed(1)),
-                   name="x and y from get_batch(arange(20, uint16), 5, 3)", problem="x and y share memory (views of one buffer).",
-                   hint="Return two new tensors: copy each slice of the window (window[:, :-1].clone(), window[:, 1:].clone()).")
+# y[b, t]), so writing into x would change y. Nor is either one a slice of a larger buffer (not contiguous).
+for dtype in (np.uint16, np.int64):
+    args = (np.arange(20, dtype=dtype), 5, 3, torch.Generator().manual_seed(1))
+    name = f"x and y from get_batch(arange(20, {np.dtype(dtype).name}), 5, 3)"
+    hint = "Return two new tensors: copy each slice of the window (window[:, :-1].clone(), window[:, 1:].clone())."
+    checks.assert_true(not probes.make("utils.memory.results_share_memory", get_batch, *args), name=name,
+                       problem="x and y share memory (views of one buffer).", hint=hint)
+    checks.assert_true(probes.make("utils.memory.results_own_their_memory", get_batch, *args), name=name,
+                       problem="x or y is a slice of a larger buffer (not contiguous).", hint=hint)
 
 # generator=None draws from PyTorch's global generator: the same global seed gives the same windows, and the
 # next call, the global state having moved on, gives other ones.

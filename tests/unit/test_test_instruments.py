@@ -139,3 +139,16 @@ def test_call_with_strided_passes_the_same_values_not_contiguous_and_reports_a_v
     assert seen == {"result": (False, [2, 3, 4, 5, 6, 7], 5)}
     refused = call_with_strided(lambda t: t.view(-1), targets)
     assert set(refused) == {"error"} and refused["error"].startswith("RuntimeError")
+
+
+def test_results_own_their_memory_refuses_a_slice_of_a_larger_buffer_and_accepts_copies_and_fresh_tensors():
+    import numpy as np
+    from utils.memory import results_own_their_memory
+
+    window = torch.arange(12).view(2, 6)
+    assert not results_own_their_memory(lambda: (window[:, :-1].clone(), window[:, 1:]))    # offset 1, not contiguous
+    assert not results_own_their_memory(lambda: (window[:, :-1], window[:, 1:].clone()))
+    assert not results_own_their_memory(lambda: window[0])                                   # contiguous, but a row of 2
+    assert results_own_their_memory(lambda: (window[:, :-1].clone(), window[:, 1:].contiguous()))
+    assert results_own_their_memory(lambda: (torch.from_numpy(np.arange(6).astype(np.int64)), torch.zeros(0), 3))
+    assert results_own_their_memory(lambda: window[:, 6:])          # an empty slice holds no element of the buffer
