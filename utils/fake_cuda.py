@@ -234,7 +234,8 @@ def _made_on_label(func, args, kwargs):
 
 def result_device_on_fake_cuda(fn, *args, **kwargs) -> dict:
     """Call ``fn`` with every tensor argument (also inside lists, tuples and dicts) a labelled copy that reports
-    ``cuda:0`` and keeps its values, under ``LabelledCuda``.
+    ``cuda:0`` and keeps its values, and every module argument a copy with its parameters and buffers labelled (a
+    model on the GPU, recording no gradients), under ``LabelledCuda``.
 
     Returns plain data: ``{"outcome": "device", "device": "cuda" | "cpu", "where": ...}``, the device of the
     result (``"cpu"`` when any returned tensor, of a tuple, list or dict too, is on the CPU; ``where`` says which);
@@ -244,14 +245,22 @@ def result_device_on_fake_cuda(fn, *args, **kwargs) -> dict:
     ``{"outcome": "raised", "error": message}`` for any other exception; ``{"outcome": "no tensor"}`` when it
     returned no tensor.
     """
-    labelled_args = [_label_all(_copy_tensors(a)) for a in args]
-    labelled_kwargs = {k: _label_all(_copy_tensors(v)) for k, v in kwargs.items()}
+    labelled_args = [_labelled_argument(a) for a in args]
+    labelled_kwargs = {k: _labelled_argument(v) for k, v in kwargs.items()}
     try:
         with LabelledCuda(), _FactoriesOnLabel():
             result = fn(*labelled_args, **labelled_kwargs)
             return _result_report(result)
     except Exception as error:  # noqa: BLE001 - every failure is reported, none is raised into the test
         return _error_report(error)
+
+
+def _labelled_argument(value):
+    """A module argument becomes a labelled copy (a model on the GPU, so a loop may take its device from the
+    parameters); tensors, also inside lists, tuples and dicts, labelled copies."""
+    if isinstance(value, torch.nn.Module):
+        return _labelled_module(value)
+    return _label_all(_copy_tensors(value))
 
 
 def _copy_tensors(value):
@@ -286,6 +295,12 @@ def module_output_device_on_fake_cuda(module, *args, **kwargs) -> dict:
     buffers are labelled copies (a tied weight stays one tensor), called on labelled ``args``; the module itself is
     left as it was. A tensor kept as a plain attribute stays on the CPU, as ``module.to("cuda")`` would leave it.
     The copy's parameters record no gradients."""
+    return result_device_on_fake_cuda(_labelled_module(module), *args, **kwargs)
+
+
+def _labelled_module(module):
+    """A copy of ``module`` whose parameters and buffers are labelled copies (a tied weight stays one tensor) that
+    record no gradients: autograd through a labelled tensor would reach CUDA itself, which aborts this build."""
     labelled = copy.deepcopy(module)
     made: dict[int, torch.Tensor] = {}
     for submodule in labelled.modules():
@@ -297,4 +312,4 @@ def module_output_device_on_fake_cuda(module, *args, **kwargs) -> dict:
                 made[id(tensor)] = torch.nn.Parameter(inner, requires_grad=False) if name in submodule._parameters else inner
             table = submodule._parameters if name in submodule._parameters else submodule._buffers
             table[name] = made[id(tensor)]
-    return result_device_on_fake_cuda(labelled, *args, **kwargs)
+    return labelled

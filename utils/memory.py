@@ -10,7 +10,10 @@ It sees tensors made by PyTorch operators only (not NumPy arrays, not Python obj
 the computation down: use it to measure memory, never time.
 
 ``result_has_shared_elements(fn, *args)`` says whether a returned tensor has elements that are one memory
-location (an ``expand()``ed view): a "new tensor" a caller cannot edit one part of.
+location (an ``expand()``ed view): a "new tensor" a caller cannot edit one part of; ``results_share_memory(fn,
+*args)`` whether two returned tensors are views of one buffer, ``results_own_their_memory(fn, *args)`` whether
+each is contiguous and alone in its memory; ``call_with_strided(fn, *args)`` calls ``fn`` on
+tensors that are not contiguous (a layout the trip to the student's process does not keep).
 """
 
 from __future__ import annotations
@@ -55,6 +58,51 @@ def result_has_shared_elements(fn, *args, **kwargs) -> bool:
     if not isinstance(result, torch.Tensor):
         return False
     return any(size > 1 and stride == 0 for size, stride in zip(result.shape, result.stride()))
+
+
+def results_share_memory(fn, *args, **kwargs) -> bool:
+    """Whether two tensors among those ``fn(*args, **kwargs)`` returns (in a tuple, list or dict) share memory:
+    views of one buffer (``window[:, :-1], window[:, 1:]``), so that writing into one result changes another.
+    A test instrument for "new tensors", built where the student's code runs with
+    ``probes.make("utils.memory.results_share_memory", fn, *args)``: it returns plain data (a bool), because
+    results arrive in the judge as separate copies."""
+    spans = []
+    for tensor in tree_leaves(fn(*args, **kwargs)):
+        if isinstance(tensor, torch.Tensor) and tensor.numel() > 0:
+            start = tensor.untyped_storage().data_ptr()
+            spans.append((start, start + tensor.untyped_storage().nbytes()))
+    return any(start < other_end and other_start < end
+               for n, (start, end) in enumerate(spans) for other_start, other_end in spans[n + 1:])
+
+
+def results_own_their_memory(fn, *args, **kwargs) -> bool:
+    """Whether every tensor ``fn(*args, **kwargs)`` returns (in a tuple, list or dict too) is contiguous and alone
+    in its memory: its storage holds its elements and nothing else, so it is no slice of a larger buffer
+    (``window[:, :-1]`` of a ``(B, T + 1)`` window is one, and not contiguous: ``.view(-1)`` refuses it). A test
+    instrument for "new tensors", built where the student's code runs with
+    ``probes.make("utils.memory.results_own_their_memory", fn, *args)``: it returns plain data (a bool), because
+    strides and storage do not survive the trip to the judge."""
+    return all(tensor.is_contiguous() and tensor.storage_offset() == 0
+               and tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+               for tensor in tree_leaves(fn(*args, **kwargs))
+               if isinstance(tensor, torch.Tensor) and tensor.numel() > 0)     # no element: nothing to hold
+
+
+def call_with_strided(fn, *args, **kwargs) -> dict:
+    """Call ``fn`` with every tensor argument of two or more dimensions replaced by a view with the same values
+    that is not contiguous (as ``batch[:, 1:]`` or a transpose is), so that code flattening it with ``view``
+    shows. A test instrument, built where the student's code runs with
+    ``probes.make("utils.memory.call_with_strided", model, idx, targets)``, because tensors arrive there
+    contiguous. Returns plain data: ``{"result": what fn returned}``, or ``{"error": "TypeName: message"}`` when
+    it raised."""
+    def strided(value):
+        if isinstance(value, torch.Tensor) and value.dim() >= 2:
+            return value.transpose(0, 1).contiguous().transpose(0, 1)    # same values, column-major
+        return value
+    try:
+        return {"result": fn(*map(strided, args), **{k: strided(v) for k, v in kwargs.items()})}
+    except Exception as error:  # noqa: BLE001 - reported to the test, which names the clause
+        return {"error": f"{type(error).__name__}: {error}"[:300]}
 
 
 def peak_tensor_bytes(fn, *args, **kwargs) -> tuple[object, int]:

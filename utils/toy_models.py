@@ -86,6 +86,9 @@ class CopySeq2Seq(nn.Module):
     ``encode_and_cross_kv_calls`` (plain data). It has one submodule, ``inner`` (an ``nn.Identity``, no
     parameters), so a mode set on the top module alone (``model.training = False``) shows: ``training`` is
     True when the model or ``inner`` is in training mode, and ``modes()`` returns both modes by name.
+
+    ``decode`` computes on the device of its parameter ``scale`` (``utils.fake_cuda`` labels a model argument's
+    ``cuda:0``), so a loop whose tokens are made without ``device=`` hands it CPU tokens, refused as on a GPU.
     """
 
     def __init__(self, vocab_size: int = 12, bos_id: int = 1, eos_id: int = 2, after_eos_id: int = 3):
@@ -124,14 +127,17 @@ class CopySeq2Seq(nn.Module):
                                   "training": self._training()})
         source = memory_kv[0][1][..., 0].long()
         B, T = tgt_in.shape
-        wanted = torch.full((B, T), self.after_eos_id, dtype=torch.long)
+        # Made on the model's device (its parameter's), as a model on a GPU computes: a loop that feeds decode
+        # tokens made on the CPU meets them below, as a GPU model's embedding would refuse CPU ids.
+        wanted = torch.full((B, T), self.after_eos_id, dtype=torch.long, device=self.scale.device)
         for b in range(B):
             length = int((source[b] >= 0).sum())
             row = source[b, :length].tolist() + [self.eos_id]
             for t in range(T):
                 if t < len(row):
                     wanted[b, t] = row[t]
-        expected_prefix = torch.cat([torch.full((B, 1), self.bos_id, dtype=torch.long), wanted[:, :-1]], dim=1)
+        expected_prefix = torch.cat([torch.full((B, 1), self.bos_id, dtype=torch.long, device=self.scale.device),
+                                     wanted[:, :-1]], dim=1)
         fed_back = (tgt_in == expected_prefix).long().cumprod(dim=1).bool()
         wanted = torch.where(fed_back, wanted, self.after_eos_id)
         return self.scale * nn.functional.one_hot(wanted, self.vocab_size).float()

@@ -223,7 +223,7 @@ print(f"train {len(char_train):,} tokens, validation {len(char_val):,}; dtype {c
 # `data[s : s + T]` (input) and `data[s + 1 : s + T + 1]` (target), and return them as `int64` tensors. A
 # window must never **cross the end** of the data: the last valid start is $N - T - 1$.
 #
-# *Points: 1 visible, 2 hidden (behaviour), 2 hidden (dtypes, errors, the global generator by default, edge cases).*
+# *Points: 1 visible, 2 hidden (behaviour), 2 hidden (dtypes, errors, new tensors, the global generator by default, edge cases).*
 
 # %% id="c06" nbgrader={"grade": false, "grade_id": "get_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import numpy as np
@@ -241,7 +241,10 @@ def get_batch(data, block_size, batch_size, generator=None):
         generator: a torch.Generator (CPU) to draw the starts from; None means PyTorch's global
             generator. All randomness comes from it.
     Returns:
-        (x, y): two new int64 torch tensors of shape (B, T) on the CPU (not sharing memory with data).
+        (x, y): two new int64 torch tensors of shape (B, T) on the CPU, each contiguous and in memory of its
+        own: sharing no memory with data or with each other (writing into x leaves y as it was), and no
+        slice of a larger buffer (window[:, 1:] of a (B, T + 1) window is not contiguous, and a model that
+        flattens its targets with .view(-1) refuses it).
         For each row b there is a start s_b with x[b] = data[s_b : s_b + T] and
         y[b] = data[s_b + 1 : s_b + T + 1]. The starts are drawn independently and uniformly from
         {0, 1, ..., N - T - 1}: every window of T + 1 tokens that fits is possible, none crosses the end.
@@ -362,6 +365,16 @@ for dtype, batch in [(np.uint16, 4), (np.int64, 1), (np.int64, 3)]:
     call = probes.traced_call(get_batch, np.arange(20, dtype=dtype), 5, batch, torch.Generator().manual_seed(1))
     checks.assert_true(not call.shares_memory, name=f"x and y versus {np.dtype(dtype).name} data, B = {batch}",
                        problem="the result shares memory with the data array.", hint="Return new tensors (copy the windows).")
+# ... and x and y share no memory with each other: two slices of one (B, T + 1) window overlap (x[b, t + 1] is
+# y[b, t]), so writing into x would change y. Nor is either one a slice of a larger buffer (not contiguous).
+for dtype in (np.uint16, np.int64):
+    args = (np.arange(20, dtype=dtype), 5, 3, torch.Generator().manual_seed(1))
+    name = f"x and y from get_batch(arange(20, {np.dtype(dtype).name}), 5, 3)"
+    hint = "Return two new tensors: copy each slice of the window (window[:, :-1].clone(), window[:, 1:].clone())."
+    checks.assert_true(not probes.make("utils.memory.results_share_memory", get_batch, *args), name=name,
+                       problem="x and y share memory (views of one buffer).", hint=hint)
+    checks.assert_true(probes.make("utils.memory.results_own_their_memory", get_batch, *args), name=name,
+                       problem="x or y is a slice of a larger buffer (not contiguous).", hint=hint)
 
 # generator=None draws from PyTorch's global generator: the same global seed gives the same windows, and the
 # next call, the global state having moved on, gives other ones.
@@ -665,7 +678,7 @@ for n, name in [(1, "unigram"), (2, "bigram"), (3, "trigram")]:
 # `embedding_params(V, C, T_max) + N * (attention_params(C, H, bias=False) + ffn_params(C, 4C, bias=False) + 2 * layernorm_params(C)) + layernorm_params(C)`.
 #
 # *Points: 1 visible, 3 hidden (behaviour: logits, loss, tying, initialisation, training on a source with
-# a known entropy rate), 1 hidden (options, errors and edge cases).*
+# a known entropy rate), 1 hidden (options, errors and edge cases, targets that are not contiguous).*
 
 # %% id="c22" nbgrader={"grade": false, "grade_id": "GPT", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -778,7 +791,8 @@ class GPT(nn.Module):
     Initialisation: every nn.Linear and nn.Embedding weight ~ N(0, 0.02^2), every Linear bias 0, norms as
         built (gain 1, shift 0); then each block's residual_weights() ~ N(0, (0.02 / sqrt(2 N))^2).
     forward(idx, targets=None):
-        idx: int64 (B, T) with 1 <= T <= T_max; targets: None or int64 (B, T).
+        idx: int64 (B, T) with 1 <= T <= T_max; targets: None or int64 (B, T). Both in any memory layout
+        (slices such as batch[:, :-1] and batch[:, 1:] are not contiguous).
         Returns (logits, loss): logits (B, T, V) = head(ln_f(h_N)), in the parameters' dtype (float32 as
         built), with h_0 = tok_emb(idx) (+ pos_emb(0..T-1) for "learned"); loss = None without
         targets, else the mean cross-entropy over all B * T positions (a 0-d tensor that backpropagates).
@@ -990,6 +1004,15 @@ checks.assert_raises(ValueError, model, torch.zeros(2, T + 1, dtype=torch.long),
 logits, loss = model(torch.zeros(2, T, dtype=torch.long), torch.ones(2, T, dtype=torch.long))
 checks.assert_tensor(loss, name="loss with targets", shape=(), dtype=torch.float32)
 checks.assert_tensor(logits, name="logits at T = block_size", shape=(2, T, V), dtype=torch.float32)
+# idx and targets that are not contiguous (sliced from a batch: batch[:, :-1], batch[:, 1:]) give the same loss;
+# .view(-1) refuses them.
+idx, targets = torch.tensor([[1, 2, 3], [4, 5, 6]]), torch.tensor([[2, 3, 4], [5, 6, 7]])
+seen = probes.make("utils.memory.call_with_strided", model, idx, targets)
+checks.assert_true("result" in seen, name="forward with idx and targets that are not contiguous", problem="it raised.",
+                   hint="Flatten with reshape (or .contiguous().view): a slice such as batch[:, 1:] is not contiguous, "
+                        "and .view(-1) refuses it.")
+checks.assert_close(seen["result"][1], model(idx, targets)[1], atol=1e-6, rtol=1e-6,
+                    name="the loss with idx and targets that are not contiguous", hint="The same loss as for a contiguous copy.")
 checks.assert_equal(model.block_size, T, name=f"GPT({V}, {T}).block_size", hint="Keep block_size: generate() crops the context to it.")
 # Logits follow the parameters' dtype: after .double() they are float64 (no cast to float32 inside forward).
 model.double()

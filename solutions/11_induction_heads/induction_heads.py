@@ -386,8 +386,8 @@ def previous_token_score(patterns):
         patterns: float tensor (B, H, T, T), T >= 2: attention weights, patterns[b, h, i, j] the
             weight of query i on key j (rows sum to 1, zero above the diagonal).
     Returns:
-        A new tensor (H,) with the patterns' dtype: for each head, the mean over b and over i = 1 .. T-1
-        of patterns[b, h, i, i - 1]. The input is left unchanged.
+        A new tensor (H,) with the patterns' dtype, on their device: for each head, the mean over b and over
+        i = 1 .. T-1 of patterns[b, h, i, i - 1]. The input is left unchanged.
     Raises:
         ValueError: if T < 2 (there is no previous position).
     """
@@ -405,7 +405,7 @@ def prefix_matching_score(patterns, tokens):
         patterns: float tensor (B, H, T, T) of attention weights, as above.
         tokens: int64 tensor (B, T): the tokens the patterns were computed on.
     Returns:
-        A new tensor (H,) with the patterns' dtype: for each head, the mean over every (b, i) whose
+        A new tensor (H,) with the patterns' dtype, on their device: for each head, the mean over every (b, i) whose
         token occurred before, at some j < i with tokens[b, j] == tokens[b, i], of the total weight
         patterns[b, h, i, j + 1] summed over ALL such j (each position after an earlier occurrence
         counted once). Inputs are left unchanged.
@@ -548,6 +548,16 @@ for dtype, tolerance in ((torch.float32, 1e-6), (torch.float64, 1e-12), (torch.b
                                   "a boolean mask, or one in the patterns' dtype (mask.float() makes bfloat16 float32).")
         checks.assert_close(score.double(), torch.tensor([expected], dtype=dtype).double(), atol=tolerance,
                             name=f"{name} of the worked example in {dtype}")
+# On the patterns' device: patterns and tokens labelled cuda:0 with their values kept (utils.fake_cuda), as a GPU
+# would hold them. A mask made without device= (torch.ones(T, T) for j < i) meets the GPU tokens and raises there;
+# on a CPU every device is the same one, so only this shows it.
+patterns = torch.tensor([[[[1.0, 0.0, 0.0], [0.3, 0.7, 0.0], [0.1, 0.8, 0.1]]]])
+for name, score_fn, args in [("previous_token_score", previous_token_score, (patterns,)),
+                             ("prefix_matching_score", prefix_matching_score, (patterns, torch.tensor([[5, 7, 5]])))]:
+    seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", score_fn, *args)
+    checks.assert_kept_on_fake_cuda(seen, name=f"{name} with its inputs on a GPU (emulated, the values kept)",
+                                    hint="Make every tensor on the inputs' device (torch.ones(..., device=tokens.device)): "
+                                         "with the tokens on a GPU, a tensor made without device= is on the CPU.")
 print("head scores: hidden edge tests passed")
 ### END HIDDEN TESTS
 

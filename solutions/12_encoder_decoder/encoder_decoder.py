@@ -1462,7 +1462,7 @@ print("Seq2Seq: hidden edge tests passed")
 # *Points: 1 visible, 2 hidden (batches whose rows end at different steps, a maximum length that cuts rows short,
 # other BOS/EOS/pad ids, one encoder run and one `cross_kv` per call, one `decode` per returned column), 1 hidden
 # (`max_len = 0` and a negative `max_len`, no gradients and eval mode while decoding, every module's own mode restored,
-# submodules in modes of their own included, a new tensor).*
+# submodules in modes of their own included, a new contiguous tensor on src's device).*
 
 # %% id="91f2ec3d" nbgrader={"grade": false, "grade_id": "greedy_decode", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import torch
@@ -1479,12 +1479,13 @@ def greedy_decode(model, src, src_padding_mask, max_len, bos_id=1, eos_id=2, pad
     position's logits. A row that has produced eos_id is finished: from then on it gets pad_id (whatever the
     model says). Decoding stops when every row is finished or after max_len steps, whichever comes first (so
     model.decode is called once per returned column, never more).
-    Returns a new int64 tensor (B, L) of the generated tokens without the BOS, L <= max_len (L < max_len only
-    when every row has finished). max_len = 0 returns an empty int64 tensor of shape (B, 0) and never calls
-    model.decode (whether it encodes first is left to you). Runs with gradients off and the model in eval mode
-    (every submodule too), and gives every module back in the mode it came in, each its own: a model in train
-    mode whose encoder was in eval mode (frozen) comes back exactly so. Autograd's mode after the call is what
-    it was before (gradients off with a torch.no_grad() block, not torch.set_grad_enabled(False)).
+    Returns a new int64 tensor (B, L) on src's device, contiguous and in memory of its own (not a slice of the
+    tokens with the BOS): the generated tokens without the BOS, L <= max_len (L < max_len only when every row
+    has finished). max_len = 0 returns an empty int64 tensor of shape (B, 0) and never calls model.decode
+    (whether it encodes first is left to you). Runs with gradients off and the model in eval mode (every
+    submodule too), and gives every module back in the mode it came in, each its own: a model in train mode
+    whose encoder was in eval mode (frozen) comes back exactly so. Autograd's mode after the call is what it was
+    before (gradients off with a torch.no_grad() block, not torch.set_grad_enabled(False)).
     """
     ### BEGIN SOLUTION
     if max_len < 0:
@@ -1627,6 +1628,18 @@ checks.assert_equal(probes.make("utils.recording.grad_mode_after", greedy_decode
 traced = probes.traced_call(greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12), src, mask, 4)
 checks.assert_equal(traced.result.tolist(), [[5, 6, 2]], name="greedy_decode on one source of 2 tokens")
 checks.assert_true(not traced.shares_memory, name="greedy_decode's result", problem="it shares memory with an argument.")
+checks.assert_true(probes.make("utils.memory.results_own_their_memory", greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12),
+                               torch.tensor([[5, 6, 7], [8, 0, 0]]), torch.tensor([[False, False, False], [False, True, True]]), 6),
+                   name="greedy_decode's result on 2 sources", problem="it is a slice of a larger buffer (not contiguous).",
+                   hint="Return a new tensor: copy the tokens after the BOS (tokens[:, 1:].clone()).")
+# On src's device: src, its mask and the model's parameters labelled cuda:0 with their values kept (utils.fake_cuda; the
+# model computes on its parameters' device). Tokens or flags made without device= are on the CPU and meet the GPU ones,
+# as a GPU would refuse.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", greedy_decode, probes.make("utils.toy_models.CopySeq2Seq", 12),
+                   torch.tensor([[5, 6, 7], [8, 0, 0]]), torch.tensor([[False, False, False], [False, True, True]]), 6)
+checks.assert_kept_on_fake_cuda(seen, name="greedy_decode with src and its mask on a GPU (emulated, the values kept)",
+                                hint="Make the tokens and the finished flags on src.device (torch.full(..., device=src.device)): "
+                                     "with src on a GPU, a tensor made without device= is on the CPU.")
 print("greedy_decode: hidden edge tests passed")
 ### END HIDDEN TESTS
 

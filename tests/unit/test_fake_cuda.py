@@ -138,6 +138,18 @@ def test_a_module_is_labelled_whole_and_left_as_it_was():
     assert module_output_device_on_fake_cuda(wrong, idx)["outcome"] == "mismatch"
 
 
+def test_a_module_argument_of_a_function_is_a_labelled_copy_and_left_as_it_was():
+    # A loop given a model (notebook 12's greedy_decode) may take the device from its parameters; grad mode on,
+    # the copy's parameters record no gradients (autograd through a labelled tensor would abort this build).
+    model = torch.nn.Linear(3, 2)
+
+    def run(m, x):
+        return m(x.to(next(m.parameters()).device)), torch.zeros(2, device=next(m.parameters()).device)
+
+    assert result_device_on_fake_cuda(run, model, torch.randn(4, 3)) == CUDA_RESULT
+    assert type(model.weight) is torch.nn.Parameter and model.weight.device.type == "cpu" and model.weight.requires_grad
+
+
 @pytest.mark.parametrize("fn, args", [
     (lambda ids, v: torch.nn.functional.one_hot(ids.long(), v).float(), (torch.tensor([[2, 0], [1, 3]]), 5)),
     (lambda ids, v: torch.eye(v, device=ids.device)[ids], (torch.tensor([[2, 0], [1, 3]]), 5)),

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from utils.memory import result_has_shared_elements
+from utils.memory import result_has_shared_elements, results_share_memory
 from utils.recording import RecordingPairLM, attributes_set_by_calls, grad_mode_after, hooks_left
 from utils.toy_models import TimeMajorLM
 
@@ -120,3 +120,35 @@ def test_result_has_shared_elements_tells_an_expanded_view_from_its_copy_and_fro
     assert not result_has_shared_elements(lambda: mask.expand(1, 1, 3, 3))    # stride 0 on a dimension of 1 shares nothing
     assert not result_has_shared_elements(lambda: mask.t())                   # a transposed view: every element its own
     assert not result_has_shared_elements(lambda: [mask])                     # not a tensor: nothing to say
+
+
+def test_results_share_memory_tells_two_slices_of_one_window_from_two_copies():
+    window = torch.arange(12).view(2, 6)
+    assert results_share_memory(lambda: (window[:, :-1], window[:, 1:]))         # notebook 09's get_batch mistake
+    assert results_share_memory(lambda: {"x": window[:, :-1], "y": [window[:, 1:].clone(), window[0]]})
+    assert not results_share_memory(lambda: (window[:, :-1].clone(), window[:, 1:].clone()))
+    assert not results_share_memory(lambda: (window, torch.empty(0), torch.empty(0)))   # empty tensors hold no memory
+    assert not results_share_memory(lambda: window)                              # one tensor: nothing to share with
+
+
+def test_call_with_strided_passes_the_same_values_not_contiguous_and_reports_a_view_that_refuses_them():
+    from utils.memory import call_with_strided
+
+    targets = torch.tensor([[2, 3, 4], [5, 6, 7]])
+    seen = call_with_strided(lambda t, n: (t.is_contiguous(), t.reshape(-1).tolist(), n), targets, 5)
+    assert seen == {"result": (False, [2, 3, 4, 5, 6, 7], 5)}
+    refused = call_with_strided(lambda t: t.view(-1), targets)
+    assert set(refused) == {"error"} and refused["error"].startswith("RuntimeError")
+
+
+def test_results_own_their_memory_refuses_a_slice_of_a_larger_buffer_and_accepts_copies_and_fresh_tensors():
+    import numpy as np
+    from utils.memory import results_own_their_memory
+
+    window = torch.arange(12).view(2, 6)
+    assert not results_own_their_memory(lambda: (window[:, :-1].clone(), window[:, 1:]))    # offset 1, not contiguous
+    assert not results_own_their_memory(lambda: (window[:, :-1], window[:, 1:].clone()))
+    assert not results_own_their_memory(lambda: window[0])                                   # contiguous, but a row of 2
+    assert results_own_their_memory(lambda: (window[:, :-1].clone(), window[:, 1:].contiguous()))
+    assert results_own_their_memory(lambda: (torch.from_numpy(np.arange(6).astype(np.int64)), torch.zeros(0), 3))
+    assert results_own_their_memory(lambda: window[:, 6:])          # an empty slice holds no element of the buffer

@@ -45,3 +45,27 @@ def test_a_mode_set_on_the_top_module_alone_shows_in_the_records_and_in_modes():
     model.decode(torch.tensor([[1]]), model.cross_kv(model.encode(src, mask)), mask)
     assert model.modes() == {"model": False, "inner": False}
     assert model.decode_calls[-1]["training"] is False
+
+
+
+def test_on_an_emulated_gpu_a_loop_that_feeds_cpu_tokens_is_refused_and_a_right_one_is_not():
+    # utils.fake_cuda labels the model's parameters too (a model on the GPU), so a loop may take its device from
+    # src or from the model; grad mode stays on here, as in a loop that forgets torch.no_grad() (no abort).
+    from utils.fake_cuda import result_device_on_fake_cuda
+
+    src, mask = torch.tensor([[5, 6, 7], [8, 0, 0]]), torch.tensor([[False, False, False], [False, True, True]])
+
+    def loop_on(device_of):
+        def loop(model, src, mask):
+            memory_kv = model.cross_kv(model.encode(src, mask))
+            out = torch.full((src.shape[0], 1), model.bos_id, device=device_of(model, src))
+            for _ in range(4):
+                out = torch.cat([out, model.decode(out, memory_kv, mask)[:, -1].argmax(-1, keepdim=True)], dim=1)
+            return out[:, 1:]
+        return loop
+
+    for right in (lambda model, src: src.device, lambda model, src: next(model.parameters()).device):
+        seen = result_device_on_fake_cuda(loop_on(right), CopySeq2Seq(12), src, mask)
+        assert seen == {"outcome": "device", "device": "cuda", "where": "the result"}
+    on_cpu = result_device_on_fake_cuda(loop_on(lambda model, src: "cpu"), CopySeq2Seq(12), src, mask)
+    assert on_cpu["outcome"] == "mismatch"
