@@ -711,6 +711,8 @@ q, k, v = torch.randn(3, 1, 6, 4, generator=torch.Generator().manual_seed(5)).un
 for bad in (0, -2, 2.5, True):
     checks.assert_raises(ValueError, tiled_attention, q, k, v, bad, name=f"tiled_attention(block_size={bad!r})",
                          hint="block_size must be a positive int: check it before looping.")
+checks.assert_error_boundary(ValueError, lambda b: tiled_attention(q, k, v, b), raises=(0, -1), allowed=(1,),
+                             name="tiled_attention's block_size", hint="A block of one key is allowed: raise only for block_size < 1.")
 checks.assert_raises(ValueError, tiled_attention, q, k[..., :4, :], v[..., :4, :], 2, causal=True,
                      name="tiled_attention(causal=True) with 6 queries and 4 keys",
                      hint="Causal attention needs T == S: raise ValueError otherwise.")
@@ -1265,6 +1267,9 @@ checks.assert_equal(out.tolist(), [[3, 1, 4]], name="generate_greedy(..., max_ne
 out = generate_greedy(model, prompt, 7)
 checks.assert_tensor(out, name="generate_greedy up to exactly block_size tokens", shape=(1, 10), dtype=torch.int64,
                      hint="3 + 7 = 10 = block_size is allowed: the last chosen token is never fed back.")
+checks.assert_error_boundary(ValueError, lambda m: generate_greedy(model, prompt, m), raises=(8, 9), allowed=(7,),
+                             name="generate_greedy's max_new_tokens after 3 prompt tokens, block_size 10",
+                             hint="Raise exactly when T + max_new_tokens > block_size: 3 + 7 fits, 3 + 8 does not.")
 model.train()
 checks.assert_raises(ValueError, generate_greedy, model, prompt, 8, name="generate_greedy past block_size (3 + 8 > 10)",
                      hint="Check T + max_new_tokens against model.block_size before generating: the returned sequence "

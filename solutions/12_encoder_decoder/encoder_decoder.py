@@ -1073,6 +1073,9 @@ checks.assert_equal((inputs.tolist(), labels.tolist()), (ids.tolist(), [[-100] *
 for bad in (1.5, -0.1):
     checks.assert_raises(ValueError, mask_tokens, ids, 3, 10, SPECIAL, torch.Generator().manual_seed(0), bad,
                          name=f"mask_tokens(..., mask_prob={bad})", hint="mask_prob must be in [0, 1].")
+checks.assert_error_boundary(ValueError, lambda p: mask_tokens(ids, 3, 10, SPECIAL, torch.Generator().manual_seed(0), p),
+                             raises=(1.01, -0.01), allowed=(0.0, 1.0), name="mask_tokens' mask_prob",
+                             hint="[0, 1] includes both ends: raise only for mask_prob < 0 or mask_prob > 1.")
 # mask_id is special even when special_ids does not list it: a position holding it is never chosen, and it is never
 # drawn as a random token (here the ordinary ids are 4 and 5 only, so a random replacement equal to 3 would show as
 # 0.8 + 0.1 / 3 of the chosen positions holding 3 afterwards, not 0.8).
@@ -1611,6 +1614,9 @@ model = probes.make("utils.toy_models.CopySeq2Seq", 12)
 out = greedy_decode(model, torch.tensor([[5, 6], [7, 0]]), torch.tensor([[False, False], [False, True]]), 0)
 checks.assert_tensor(out, name="greedy_decode(..., max_len=0) on 2 sources", shape=(2, 0), dtype=torch.int64,
                      hint="No token: an empty int64 tensor of shape (B, 0).")
+checks.assert_error_boundary(ValueError, lambda m: greedy_decode(probes.make("utils.toy_models.CopySeq2Seq", 12), src, mask, m),
+                             raises=(-1,), allowed=(0,), name="greedy_decode's max_len",
+                             hint="max_len = 0 is allowed (no token); raise only for max_len < 0.")
 for bad in (-1, -5):
     model = probes.make("utils.toy_models.CopySeq2Seq", 12)
     model.train()
