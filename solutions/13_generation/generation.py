@@ -330,6 +330,8 @@ print("beam_search: visible tests passed")
 # %% id="nb13-006" nbgrader={"grade": true, "grade_id": "test_beam_search_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 # Hidden tests for beam_search run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
+import math
+
 import torch
 from utils import checks
 from utils import probes
@@ -395,6 +397,18 @@ for seed, V, width, steps in [(18, 6, 3, 5), (19, 6, 4, 4)]:
                         name=f"beam_search (width {width}) on a model with tied tokens",
                         hint="Ties: the better-ranked parent first, then the lower token id (a stable descending sort "
                              "of the flattened beam-by-token scores).")
+# Many candidates tied at once: after a model whose 20 tokens are always equally likely, every candidate of a step
+# ties, so the rule alone decides which are kept (beam 0's tokens 0, 1, 2, ...) and the winner (beam 0, all zeros).
+# (PyTorch's sort without stable=True reorders equal values among this many.)
+for width in (1, 3):
+    model = probes.make("utils.generation_models.CachedTableLM", [[0.0] * 20] * 20, 16)
+    tokens, score = beam_search(model, torch.tensor([7]), width, 3)
+    checks.assert_equal(tokens.tolist(), [7, 0, 0, 0],
+                        name=f"beam_search (width {width}) on a model whose 20 tokens always tie",
+                        hint="Ties: the better-ranked parent first, then the lower token id; sort with stable=True "
+                             "(an unstable sort keeps equal candidates in an order of its own).")
+    checks.assert_close(score, 3 * math.log(1 / 20) / (8 / 6) ** 0.6, atol=1e-6,
+                        name=f"the score of beam_search (width {width}) on a model whose 20 tokens always tie")
 print("beam_search: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -493,8 +507,12 @@ checks.assert_tensor(tokens, name="beam_search up to exactly block_size tokens (
 tokens, _ = beam_search(model, prompt, 50, 2)
 checks.assert_tensor(tokens, name="beam_search with a width (50) above the candidates (5, then 25)", shape=(4,),
                      dtype=torch.int64, hint="Keep at most as many candidates as there are.")
-for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, 2, -1), "max_new_tokens -1"),
-                  ((prompt, 2, 7), "2 + 7 tokens past block_size 8"), ((prompt[None], 2, 2), "a 2-D prompt"),
+# Each bound one past its boundary too (beam_width -1, max_new_tokens -2), so a check of the boundary value alone
+# (beam_width == 0) shows; the values just inside (width 1, 0 new tokens, exactly block_size) are allowed above.
+for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, -1, 3), "beam_width -1"),
+                  ((prompt, 2, -1), "max_new_tokens -1"), ((prompt, 2, -2), "max_new_tokens -2"),
+                  ((prompt, 2, 7), "2 + 7 tokens past block_size 8"), ((prompt, 2, 8), "2 + 8 tokens past block_size 8"),
+                  ((prompt[None], 2, 2), "a 2-D prompt"),
                   ((prompt[:0], 2, 2), "an empty prompt")]:
     model = probes.make("utils.generation_models.PrefixTableLM", table, 8)
     checks.assert_raises(ValueError, beam_search, model, *bad, name=f"beam_search with {what}",
@@ -586,7 +604,8 @@ def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator
         first rejected one is replaced by a draw from max(0, p_i - q_i) normalised (from p_i if that is all zero),
         which ends the round; if all g are accepted, one more token is drawn from the target's last distribution.
         So each round makes exactly one target call and adds 1 to g + 1 tokens; for max_new_tokens = 0 neither
-        model is called. prompt is left unchanged.
+        model is called. Every model call runs with gradients off (torch.no_grad()); afterwards autograd is as it
+        was. prompt is left unchanged.
     Raises:
         ValueError, before any model call: prompt not 1-D or empty, n_draft < 1, or max_new_tokens < 0.
     """
@@ -763,6 +782,16 @@ checks.assert_equal(len(target.calls), 5, name="target calls for 5 tokens when e
                     hint="A rejection ends the round: draw the replacement from the residual and propose again.")
 checks.assert_true(2 not in out[1:].tolist(), name="tokens after rejections of token 2 (the target gives it about e^-40)",
                    problem="token 2 came out.", hint="A rejected proposal is replaced, from max(0, p - q) normalised.")
+# Every model call with gradients off, called with autograd on: models that record the gradient mode of each call
+# (CachedTableLM's modes, its logits alone through LogitsOnly).
+recorders = [probes.make("utils.generation_models.CachedTableLM", table, 64) for _ in range(2)]
+target, draft = (probes.make("utils.generation_models.LogitsOnly", r) for r in recorders)
+speculative_sample(target, draft, torch.tensor([0]), 3, 6, torch.Generator().manual_seed(9))
+modes = recorders[0].modes + recorders[1].modes
+checks.assert_true(len(modes) > 0 and not any(m["grad_enabled"] for m in modes),
+                   name="autograd during speculative_sample's model calls (called with autograd on)",
+                   problem="a model was called with gradients on (or never called).",
+                   hint="Call both models inside a with torch.no_grad(): block: sampling needs no gradients.")
 print("speculative_sample: hidden call tests passed")
 ### END HIDDEN TESTS
 
@@ -787,7 +816,10 @@ out = speculative_sample(target, draft, torch.tensor([1]), 4, 1, torch.Generator
 checks.assert_tensor(out, name="speculative_sample(..., n_draft 4, max_new_tokens=1)", shape=(2,), dtype=torch.int64)
 checks.assert_equal([len(target.calls), len(draft.calls)], [1, 0], name="[target calls, draft calls] for one new token",
                     hint="With one token wanted a round proposes min(n_draft, 0) = 0 tokens: one target call, one draw.")
-for bad, what in [((torch.tensor([1]), 0, 3), "n_draft 0"), ((torch.tensor([1]), 2, -1), "max_new_tokens -1"),
+# Each bound one past its boundary too (n_draft -1, max_new_tokens -2), so a check of the boundary value alone
+# (n_draft == 0) shows; n_draft 1 and 0 new tokens are allowed (above, and in the other cells).
+for bad, what in [((torch.tensor([1]), 0, 3), "n_draft 0"), ((torch.tensor([1]), -1, 3), "n_draft -1"),
+                  ((torch.tensor([1]), 2, -1), "max_new_tokens -1"), ((torch.tensor([1]), 2, -2), "max_new_tokens -2"),
                   ((torch.tensor([[1]]), 2, 2), "a 2-D prompt"), ((torch.tensor([], dtype=torch.int64), 2, 2), "an empty prompt")]:
     checks.assert_raises(ValueError, speculative_sample, target, draft, *bad, torch.Generator().manual_seed(0),
                          name=f"speculative_sample with {what}", hint="Check the arguments first; raise ValueError.")
