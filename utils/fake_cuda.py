@@ -16,7 +16,9 @@ What a CUDA build would refuse or hand back on the CPU shows the same way here:
   tensor with CPU indices is allowed, as on a GPU, and a CPU tensor indexed with labelled indices is refused;
 * ``torch.randint(..., generator=g, device=data.device)`` with a CPU generator raises, as CUDA does;
 * ``.numpy()`` of a labelled tensor raises ``TypeError``, as for a CUDA tensor; ``.item()``, ``.tolist()``,
-  ``.cpu()`` and ``.to("cpu")`` read or move the real values.
+  ``.cpu()`` and ``.to("cpu")`` read or move the real values;
+* operations whose Python bindings reach the CUDA runtime before the emulation sees them (``~mask``,
+  ``mask.nonzero()``) run on the real values and give labelled results (``_on_the_values``).
 
 What it cannot see: anything PyTorch decides in its CUDA kernels themselves (speed, memory, nondeterminism,
 float16 support), streams and synchronisation, a result moved to the CPU on purpose before being returned (it is
@@ -32,7 +34,8 @@ workspace) are made on the CPU and labelled too (``_FactoriesOnLabel``, a dispat
 
 Test instruments, built where the student's code runs with
 ``probes.make("utils.fake_cuda.result_device_on_fake_cuda", fn, *args)`` or
-``probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", module, *args)``; they return plain data, read in
+``probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", module, *args)`` or, for a function given models,
+``probes.make("utils.fake_cuda.result_device_with_models_on_fake_cuda", fn, model, *args)``; they return plain data, read in
 the test by ``checks.assert_kept_on_fake_cuda``. Students receive them as they are.
 """
 
@@ -208,7 +211,27 @@ class LabelledCuda(TorchFunctionMode):
             return func(args[0].inner, *args[1:], **kwargs)
         if _is_cuda(kwargs.get("device")):
             return _label_all(_made_on_label(func, args, kwargs))
-        return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as error:
+            if not (_reached_cuda(error) and any(isinstance(t, LabelledTensor) for t in tree_flatten((args, kwargs))[0])):
+                raise
+        return _on_the_values(func, args, kwargs)
+
+
+def _reached_cuda(error: Exception) -> bool:
+    return any(text in str(error) for text in UNSUPPORTED_MESSAGES)
+
+
+def _on_the_values(func, args, kwargs):
+    """A call whose Python binding guards the device of a tensor that reports cuda (``~mask``, ``mask.nonzero()``)
+    reaches the CUDA runtime this build lacks before the dispatch sees it: run it on the real values, with the same
+    device rule (a CPU tensor other than a 0-dim scalar beside a labelled one raises), and label its results, as
+    CUDA gives them on the device."""
+    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    if any(not isinstance(t, LabelledTensor) and t.dim() > 0 for t in tensors):
+        raise RuntimeError(f"{MISMATCH} (in {getattr(func, '__name__', func)})")
+    return _label_all(func(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs)))
 
 
 class _FactoriesOnLabel(TorchDispatchMode):
@@ -281,11 +304,10 @@ def _error_report(error: Exception) -> dict:
     return {"outcome": "raised", "error": message}
 
 
-def module_output_device_on_fake_cuda(module, *args, **kwargs) -> dict:
-    """``result_device_on_fake_cuda`` for a module's forward pass: a copy of ``module`` whose parameters and
-    buffers are labelled copies (a tied weight stays one tensor), called on labelled ``args``; the module itself is
-    left as it was. A tensor kept as a plain attribute stays on the CPU, as ``module.to("cuda")`` would leave it.
-    The copy's parameters record no gradients."""
+def _labelled_copy(module):
+    """A copy of ``module`` whose parameters and buffers are labelled copies (a tied weight stays one tensor), which
+    record no gradients; ``module`` itself is left as it was. A tensor kept as a plain attribute stays on the CPU, as
+    ``module.to("cuda")`` would leave it."""
     labelled = copy.deepcopy(module)
     made: dict[int, torch.Tensor] = {}
     for submodule in labelled.modules():
@@ -297,4 +319,20 @@ def module_output_device_on_fake_cuda(module, *args, **kwargs) -> dict:
                 made[id(tensor)] = torch.nn.Parameter(inner, requires_grad=False) if name in submodule._parameters else inner
             table = submodule._parameters if name in submodule._parameters else submodule._buffers
             table[name] = made[id(tensor)]
-    return result_device_on_fake_cuda(labelled, *args, **kwargs)
+    return labelled
+
+
+def module_output_device_on_fake_cuda(module, *args, **kwargs) -> dict:
+    """``result_device_on_fake_cuda`` for a module's forward pass: a labelled copy of ``module`` (``_labelled_copy``)
+    called on labelled ``args``; the module itself is left as it was."""
+    return result_device_on_fake_cuda(_labelled_copy(module), *args, **kwargs)
+
+
+def result_device_with_models_on_fake_cuda(fn, *args, **kwargs) -> dict:
+    """``result_device_on_fake_cuda`` for a function given models (a search or a sampler): every ``nn.Module``
+    argument becomes a labelled copy, as a model moved to the GPU would be, and every tensor argument labelled; the
+    caller's models are left as they were (their copies' records, such as a call count, are not kept)."""
+    def label(value):
+        return _labelled_copy(value) if isinstance(value, torch.nn.Module) else value
+
+    return result_device_on_fake_cuda(fn, *map(label, args), **{k: label(v) for k, v in kwargs.items()})

@@ -225,11 +225,11 @@ def beam_search(model, prompt, beam_width, max_new_tokens, eos_id=None, length_p
         model: a model with notebook 10's cache interface (model(idx, caches) -> (logits, new_caches); caches a list
             of model.n_layer entries, None before the first call, else dicts of tensors whose dim 0 is the batch);
             it has n_layer and block_size.
-        prompt: int64 tensor (T,), T >= 1.
+        prompt: int64 tensor (T,), T >= 1, on the model's device.
         beam_width: int k >= 1. max_new_tokens: int >= 0. eos_id: None (no hypothesis ever finishes early) or a
             token id. length_penalty: alpha >= 0 of GNMT's lp(L) = ((5 + L) / 6) ** alpha.
     Returns:
-        (tokens, score): tokens a new int64 tensor (T + L,), the prompt followed by the L
+        (tokens, score): tokens a new int64 tensor (T + L,) on that device, the prompt followed by the L
         generated tokens of the best hypothesis (its EOS included when it finished); score a Python float, its
         summed log-probabilities (log-softmax in float32 or wider, summed in float64 or float32) divided by lp(L).
         Each step extends every unfinished hypothesis by every token and keeps the best (k - finished so far) of
@@ -535,6 +535,13 @@ checks.assert_equal(probes.make("utils.recording.grad_mode_after", beam_search, 
 traced = probes.traced_call(beam_search, model, prompt, 2, 0)
 checks.assert_true(not traced.shares_memory, name="beam_search's tokens for max_new_tokens=0",
                    problem="they share memory with the prompt.", hint="Return a new tensor (clone).")
+# On the device of the model and the prompt: a copy of the model with its table labelled cuda:0 and the prompt too,
+# their values kept (utils.fake_cuda), as the search reads them. A running score made without device= is on the
+# CPU, and adding the model's log-probabilities to it raises on a GPU.
+model = probes.make("utils.generation_models.PrefixTableLM", table, 8)
+seen = probes.make("utils.fake_cuda.result_device_with_models_on_fake_cuda", beam_search, model, prompt, 3, 4)
+checks.assert_kept_on_fake_cuda(seen, name="the device of beam_search's tokens for a model and prompt on a GPU (emulated)",
+                                hint="Make every tensor of the search on prompt.device (torch.zeros(..., device=prompt.device)).")
 print("beam_search: hidden edge tests passed")
 ### END HIDDEN TESTS
 
