@@ -295,7 +295,7 @@ def _result_report(result) -> dict:
 
 def _error_report(error: Exception) -> dict:
     message = f"{type(error).__name__}: {error}"[:300]
-    if any(text in str(error) for text in UNSUPPORTED_MESSAGES):
+    if _reached_cuda(error):
         return {"outcome": "unsupported", "error": message}
     device_words = (MISMATCH[:40], "indices should be either on cpu", "device type for generator",
                     "can't convert cuda")

@@ -407,7 +407,7 @@ for width in (1, 3):
                         name=f"beam_search (width {width}) on a model whose 20 tokens always tie",
                         hint="Ties: the better-ranked parent first, then the lower token id; sort with stable=True "
                              "(an unstable sort keeps equal candidates in an order of its own).")
-    checks.assert_close(score, 3 * math.log(1 / 20) / (8 / 6) ** 0.6, atol=1e-6,
+    checks.assert_close(score, 3 * math.log(1 / 20) / (8 / 6) ** 0.6, atol=1e-4,
                         name=f"the score of beam_search (width {width}) on a model whose 20 tokens always tie")
 print("beam_search: hidden tests passed")
 ### END HIDDEN TESTS
@@ -508,7 +508,8 @@ tokens, _ = beam_search(model, prompt, 50, 2)
 checks.assert_tensor(tokens, name="beam_search with a width (50) above the candidates (5, then 25)", shape=(4,),
                      dtype=torch.int64, hint="Keep at most as many candidates as there are.")
 # Each bound one past its boundary too (beam_width -1, max_new_tokens -2), so a check of the boundary value alone
-# (beam_width == 0) shows; the values just inside (width 1, 0 new tokens, exactly block_size) are allowed above.
+# (beam_width == 0) shows; just inside, 0 new tokens and exactly block_size are allowed above, width 1 in the
+# other cells.
 for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, -1, 3), "beam_width -1"),
                   ((prompt, 2, -1), "max_new_tokens -1"), ((prompt, 2, -2), "max_new_tokens -2"),
                   ((prompt, 2, 7), "2 + 7 tokens past block_size 8"), ((prompt, 2, 8), "2 + 8 tokens past block_size 8"),
@@ -789,8 +790,8 @@ checks.assert_equal(len(target.calls), 5, name="target calls for 5 tokens when e
                     hint="A rejection ends the round: draw the replacement from the residual and propose again.")
 checks.assert_true(2 not in out[1:].tolist(), name="tokens after rejections of token 2 (the target gives it about e^-40)",
                    problem="token 2 came out.", hint="A rejected proposal is replaced, from max(0, p - q) normalised.")
-# Every model call with gradients off, called with autograd on: models that record the gradient mode of each call
-# (CachedTableLM's modes, its logits alone through LogitsOnly).
+# Every model call with gradients off, for a call made with autograd on: models that record the gradient mode of
+# each call (CachedTableLM's modes, its logits alone through LogitsOnly).
 recorders = [probes.make("utils.generation_models.CachedTableLM", table, 64) for _ in range(2)]
 target, draft = (probes.make("utils.generation_models.LogitsOnly", r) for r in recorders)
 speculative_sample(target, draft, torch.tensor([0]), 3, 6, torch.Generator().manual_seed(9))
@@ -824,7 +825,7 @@ checks.assert_tensor(out, name="speculative_sample(..., n_draft 4, max_new_token
 checks.assert_equal([len(target.calls), len(draft.calls)], [1, 0], name="[target calls, draft calls] for one new token",
                     hint="With one token wanted a round proposes min(n_draft, 0) = 0 tokens: one target call, one draw.")
 # Each bound one past its boundary too (n_draft -1, max_new_tokens -2), so a check of the boundary value alone
-# (n_draft == 0) shows; n_draft 1 and 0 new tokens are allowed (above, and in the other cells).
+# (n_draft == 0) shows; just inside, 0 new tokens is allowed above, n_draft 1 in the other cells.
 for bad, what in [((torch.tensor([1]), 0, 3), "n_draft 0"), ((torch.tensor([1]), -1, 3), "n_draft -1"),
                   ((torch.tensor([1]), 2, -1), "max_new_tokens -1"), ((torch.tensor([1]), 2, -2), "max_new_tokens -2"),
                   ((torch.tensor([[1]]), 2, 2), "a 2-D prompt"), ((torch.tensor([], dtype=torch.int64), 2, 2), "an empty prompt")]:
