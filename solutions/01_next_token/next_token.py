@@ -2155,6 +2155,10 @@ for bad in [0, -0.5, -3.0]:
     checks.assert_true(any(word in said for word in reasons), name=f"the message of the ValueError for T={bad}",
                        problem=f"{message!r} does not say what is wrong with the temperature.",
                        hint="Say why: raise ValueError(f'temperature must be > 0, got {temperature}').")
+# Both sides of the boundary: 0 and below raise, the smallest positive temperature tried here does not.
+x = torch.randn(4, generator=g)
+checks.assert_error_boundary(ValueError, lambda t: softmax_with_temperature(x, t), raises=(0.0, -1.0), allowed=(0.01,),
+                             name="softmax_with_temperature's temperature", hint="Raise ValueError for temperature <= 0.")
 print("softmax_with_temperature: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -2468,6 +2472,10 @@ checks.assert_raises(ValueError, generate, model, prompt, 3, -0.5, torch.Generat
                      name="generate(..., temperature=-0.5)")
 checks.assert_raises(ValueError, generate, model, prompt, 0, -2.0, torch.Generator().manual_seed(0),
                      name="generate(..., n_new=0, temperature=-2)", hint="Check the temperature before anything else.")
+# Both sides of the boundary: any negative temperature raises, 0 (greedy) does not.
+checks.assert_error_boundary(ValueError, lambda t: generate(model, prompt, 2, t, torch.Generator().manual_seed(0)),
+                             raises=(-0.01, -1.0), allowed=(0.0,), name="generate's temperature",
+                             hint="Raise ValueError for temperature < 0; 0 means greedy decoding.")
 print("generate: hidden edge tests passed")
 ### END HIDDEN TESTS
 

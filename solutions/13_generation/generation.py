@@ -507,9 +507,8 @@ checks.assert_tensor(tokens, name="beam_search up to exactly block_size tokens (
 tokens, _ = beam_search(model, prompt, 50, 2)
 checks.assert_tensor(tokens, name="beam_search with a width (50) above the candidates (5, then 25)", shape=(4,),
                      dtype=torch.int64, hint="Keep at most as many candidates as there are.")
-# Each bound one past its boundary too (beam_width -1, max_new_tokens -2), so a check of the boundary value alone
-# (beam_width == 0) shows; just inside, 0 new tokens and exactly block_size are allowed above, width 1 in the
-# other cells.
+# Each bound one past its boundary too (beam_width -1, max_new_tokens -2, 2 + 8 tokens), so a check of the boundary
+# value alone (beam_width == 0) shows, and no model call before any of these errors.
 for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, -1, 3), "beam_width -1"),
                   ((prompt, 2, -1), "max_new_tokens -1"), ((prompt, 2, -2), "max_new_tokens -2"),
                   ((prompt, 2, 7), "2 + 7 tokens past block_size 8"), ((prompt, 2, 8), "2 + 8 tokens past block_size 8"),
@@ -520,6 +519,13 @@ for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, -1, 3), "beam_widt
                          hint="Check the arguments first and raise ValueError.")
     checks.assert_equal(model.calls, [], name=f"the model calls before beam_search raised for {what}",
                         hint="Check the arguments before calling the model.")
+# Both sides of each numeric boundary: just outside raises, just inside (width 1, 0 new tokens) does not.
+checks.assert_error_boundary(
+    ValueError, lambda w: beam_search(probes.make("utils.generation_models.PrefixTableLM", table, 8), prompt, w, 2),
+    raises=(0, -1), allowed=(1,), name="beam_search's beam_width", hint="Raise ValueError for beam_width < 1.")
+checks.assert_error_boundary(
+    ValueError, lambda n: beam_search(probes.make("utils.generation_models.PrefixTableLM", table, 8), prompt, 2, n),
+    raises=(-1, -2), allowed=(0,), name="beam_search's max_new_tokens", hint="Raise ValueError for max_new_tokens < 0.")
 # Modes: every call in eval mode with gradients off; the model's mode and autograd's restored afterwards.
 for starts_training in (True, False):
     model = probes.make("utils.generation_models.PrefixTableLM", table, 8)
@@ -824,13 +830,19 @@ out = speculative_sample(target, draft, torch.tensor([1]), 4, 1, torch.Generator
 checks.assert_tensor(out, name="speculative_sample(..., n_draft 4, max_new_tokens=1)", shape=(2,), dtype=torch.int64)
 checks.assert_equal([len(target.calls), len(draft.calls)], [1, 0], name="[target calls, draft calls] for one new token",
                     hint="With one token wanted a round proposes min(n_draft, 0) = 0 tokens: one target call, one draw.")
-# Each bound one past its boundary too (n_draft -1, max_new_tokens -2), so a check of the boundary value alone
-# (n_draft == 0) shows; just inside, 0 new tokens is allowed above, n_draft 1 in the other cells.
 for bad, what in [((torch.tensor([1]), 0, 3), "n_draft 0"), ((torch.tensor([1]), -1, 3), "n_draft -1"),
                   ((torch.tensor([1]), 2, -1), "max_new_tokens -1"), ((torch.tensor([1]), 2, -2), "max_new_tokens -2"),
                   ((torch.tensor([[1]]), 2, 2), "a 2-D prompt"), ((torch.tensor([], dtype=torch.int64), 2, 2), "an empty prompt")]:
     checks.assert_raises(ValueError, speculative_sample, target, draft, *bad, torch.Generator().manual_seed(0),
                          name=f"speculative_sample with {what}", hint="Check the arguments first; raise ValueError.")
+# Both sides of each numeric boundary, so a check of the boundary value alone (n_draft == 0) shows: just outside
+# raises, just inside (n_draft 1, 0 new tokens) does not.
+checks.assert_error_boundary(
+    ValueError, lambda k: speculative_sample(target, draft, torch.tensor([1]), k, 2, torch.Generator().manual_seed(0)),
+    raises=(0, -1), allowed=(1,), name="speculative_sample's n_draft", hint="Raise ValueError for n_draft < 1.")
+checks.assert_error_boundary(
+    ValueError, lambda n: speculative_sample(target, draft, torch.tensor([1]), 2, n, torch.Generator().manual_seed(0)),
+    raises=(-1, -2), allowed=(0,), name="speculative_sample's max_new_tokens", hint="Raise ValueError for max_new_tokens < 0.")
 print("speculative_sample: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -954,8 +966,8 @@ checks.assert_equal(out.float().tolist(), [float("-inf"), 1.5, -2.0], name="no_r
 traced = probes.traced_call(no_repeat_ngram, logits, torch.tensor([3, 3]), 4)
 checks.assert_true(not traced.returns_argument and not traced.shares_memory, name="no_repeat_ngram's result when nothing is banned",
                    problem="it is the logits tensor itself, or a view of it.", hint="Return a new tensor (clone).")
-for n in (0, -1):
-    checks.assert_raises(ValueError, no_repeat_ngram, logits, torch.tensor([1, 2]), n, name=f"no_repeat_ngram with n = {n}")
+checks.assert_error_boundary(ValueError, lambda n: no_repeat_ngram(logits, torch.tensor([1, 2]), n), raises=(0, -1),
+                             allowed=(1,), name="no_repeat_ngram's n", hint="Raise ValueError for n < 1.")
 print("no_repeat_ngram: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1040,8 +1052,8 @@ for sequences, n, what in [([], 2, "no sequence"), ([[]], 1, "one empty sequence
 checks.assert_close(distinct_n([[1, 2, 3], [1, 2, 3]], 3), 0.5, atol=1e-12, name="distinct_n of two equal sequences of exactly n tokens",
                     hint="A sequence of length n has one n-gram (L - n + 1 windows).")
 checks.assert_close(distinct_n([[], [4, 4], [4]], 2), 1.0, atol=1e-12, name="distinct_n with empty and short sequences among others")
-for n in (0, -2):
-    checks.assert_raises(ValueError, distinct_n, [[1, 2]], n, name=f"distinct_n with n = {n}")
+checks.assert_error_boundary(ValueError, lambda n: distinct_n([[1, 2]], n), raises=(0, -1, -2), allowed=(1,),
+                             name="distinct_n's n", hint="Raise ValueError for n < 1.")
 print("distinct_n: hidden edge tests passed")
 ### END HIDDEN TESTS
 
