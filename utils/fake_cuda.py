@@ -16,7 +16,9 @@ What a CUDA build would refuse or hand back on the CPU shows the same way here:
   tensor with CPU indices is allowed, as on a GPU, and a CPU tensor indexed with labelled indices is refused;
 * ``torch.randint(..., generator=g, device=data.device)`` with a CPU generator raises, as CUDA does;
 * ``.numpy()`` of a labelled tensor raises ``TypeError``, as for a CUDA tensor; ``.item()``, ``.tolist()``,
-  ``.cpu()`` and ``.to("cpu")`` read or move the real values.
+  ``.cpu()`` and ``.to("cpu")`` read or move the real values;
+* operations whose Python bindings reach the CUDA runtime before the emulation sees them (``~mask``,
+  ``mask.nonzero()``) run on the real values and give labelled results (``_on_the_values``).
 
 What it cannot see: anything PyTorch decides in its CUDA kernels themselves (speed, memory, nondeterminism,
 float16 support), streams and synchronisation, a result moved to the CPU on purpose before being returned (it is
@@ -31,8 +33,9 @@ Tensors PyTorch makes inside its C++ operators with a labelled tensor's options 
 workspace) are made on the CPU and labelled too (``_FactoriesOnLabel``, a dispatch-level mode).
 
 Test instruments, built where the student's code runs with
-``probes.make("utils.fake_cuda.result_device_on_fake_cuda", fn, *args)`` or
-``probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", module, *args)``; they return plain data, read in
+``probes.make("utils.fake_cuda.result_device_on_fake_cuda", fn, *args)`` (a module argument, such as a model given
+to a search, becomes a labelled copy) or ``probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", module,
+*args)``; they return plain data, read in
 the test by ``checks.assert_kept_on_fake_cuda``. Students receive them as they are.
 """
 
@@ -208,7 +211,27 @@ class LabelledCuda(TorchFunctionMode):
             return func(args[0].inner, *args[1:], **kwargs)
         if _is_cuda(kwargs.get("device")):
             return _label_all(_made_on_label(func, args, kwargs))
-        return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as error:
+            if not (_reached_cuda(error) and any(isinstance(t, LabelledTensor) for t in tree_flatten((args, kwargs))[0])):
+                raise
+        return _on_the_values(func, args, kwargs)
+
+
+def _reached_cuda(error: Exception) -> bool:
+    return any(text in str(error) for text in UNSUPPORTED_MESSAGES)
+
+
+def _on_the_values(func, args, kwargs):
+    """A call whose Python binding guards the device of a tensor that reports cuda (``~mask``, ``mask.nonzero()``)
+    reaches the CUDA runtime this build lacks before the dispatch sees it: run it on the real values, with the same
+    device rule (a CPU tensor other than a 0-dim scalar beside a labelled one raises), and label its results, as
+    CUDA gives them on the device."""
+    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    if any(not isinstance(t, LabelledTensor) and t.dim() > 0 for t in tensors):
+        raise RuntimeError(f"{MISMATCH} (in {getattr(func, '__name__', func)})")
+    return _label_all(func(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs)))
 
 
 class _FactoriesOnLabel(TorchDispatchMode):
@@ -281,7 +304,7 @@ def _result_report(result) -> dict:
 
 def _error_report(error: Exception) -> dict:
     message = f"{type(error).__name__}: {error}"[:300]
-    if any(text in str(error) for text in UNSUPPORTED_MESSAGES):
+    if _reached_cuda(error):
         return {"outcome": "unsupported", "error": message}
     device_words = (MISMATCH[:40], "indices should be either on cpu", "device type for generator",
                     "can't convert cuda")

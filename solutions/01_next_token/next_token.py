@@ -895,7 +895,7 @@ print(repr(train_text[20000:20200]))
 #
 # ### Exercise 4: `bigram_counts` (1 + 2 + 1 points)
 #
-# *Points: 1 visible, 2 hidden (random texts, a vocabulary larger than the ids used), 1 hidden (edge cases: counts beyond 16 bits in int64, empty, one- and two-token texts, the ids left unchanged).*
+# *Points: 1 visible, 2 hidden (random texts, a vocabulary larger than the ids used), 1 hidden (edge cases: counts beyond 16 bits in int64, empty, one- and two-token texts, the ids left unchanged, the counts on the device of the ids).*
 #
 # Count the pairs. Rows are the previous token, columns the next token. Avoid a Python loop over the
 # 400,000 characters (it works, but takes seconds). Two ideas do it in a couple of lines: the text lined
@@ -917,7 +917,8 @@ def bigram_counts(ids, vocab_size):
             Not modified.
         vocab_size: the vocabulary size V.
     Returns:
-        A new int64 tensor (dtype torch.int64 exactly, whatever the counts) of shape (V, V):
+        A new int64 tensor (dtype torch.int64 exactly, whatever the counts) of shape (V, V), on the device
+        of ids:
         counts[a, b] = number of positions i with ids[i] == a and ids[i + 1] == b. Row = previous token,
         column = next token; the counts sum to T - 1 (all zeros when T <= 1; no pair wraps around from
         the last token to the first).
@@ -984,7 +985,7 @@ print("bigram_counts: hidden tests passed")
 ### END HIDDEN TESTS
 
 # %% id="79d32e91" nbgrader={"grade": true, "grade_id": "test_bigram_counts_hidden_edges", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-# Hidden tests for bigram_counts (edge cases: counts beyond 16 bits in int64, empty, one- and two-token texts, the ids left unchanged) run when your notebook is graded.
+# Hidden tests for bigram_counts (edge cases: counts beyond 16 bits in int64, empty, one- and two-token texts, the ids left unchanged, the counts on the device of the ids) run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 from collections import Counter
 
@@ -1016,6 +1017,13 @@ before = ids.clone()
 call = probes.traced_call(bigram_counts, ids, 5)
 checks.assert_equal(call.args_after[0].tolist(), before.tolist(), name="the ids after bigram_counts",
                     hint="Don't modify the caller's ids.")
+
+# On the device of ids: ids labelled cuda:0 with their values kept (utils.fake_cuda), since a correct answer may
+# read them (a Python loop over ids.tolist()). A table made without device= is on the CPU, and on a GPU adding
+# the pairs into it with the ids' index tensors raises.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", bigram_counts, torch.tensor([1, 0, 2, 0, 2, 0]), 3)
+checks.assert_kept_on_fake_cuda(seen, name="the device of bigram_counts(ids, 3) for ids on a GPU (emulated, the values kept)",
+                                hint="Make the table on ids.device (torch.zeros(..., device=ids.device)).")
 print("bigram_counts: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -2147,6 +2155,10 @@ for bad in [0, -0.5, -3.0]:
     checks.assert_true(any(word in said for word in reasons), name=f"the message of the ValueError for T={bad}",
                        problem=f"{message!r} does not say what is wrong with the temperature.",
                        hint="Say why: raise ValueError(f'temperature must be > 0, got {temperature}').")
+# Both sides of the boundary: 0 and below raise, the smallest positive temperature tried here does not.
+x = torch.randn(4, generator=g)
+checks.assert_error_boundary(ValueError, lambda t: softmax_with_temperature(x, t), raises=(0.0, -1.0), allowed=(0.01,),
+                             name="softmax_with_temperature's temperature", hint="Raise ValueError for temperature <= 0.")
 print("softmax_with_temperature: hidden tests (edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -2460,6 +2472,10 @@ checks.assert_raises(ValueError, generate, model, prompt, 3, -0.5, torch.Generat
                      name="generate(..., temperature=-0.5)")
 checks.assert_raises(ValueError, generate, model, prompt, 0, -2.0, torch.Generator().manual_seed(0),
                      name="generate(..., n_new=0, temperature=-2)", hint="Check the temperature before anything else.")
+# Both sides of the boundary: any negative temperature raises, 0 (greedy) does not.
+checks.assert_error_boundary(ValueError, lambda t: generate(model, prompt, 2, t, torch.Generator().manual_seed(0)),
+                             raises=(-0.01, -1.0), allowed=(0.0,), name="generate's temperature",
+                             hint="Raise ValueError for temperature < 0; 0 means greedy decoding.")
 print("generate: hidden edge tests passed")
 ### END HIDDEN TESTS
 

@@ -413,6 +413,10 @@ checks.assert_true(not traced.shares_memory, name="x and y from get_batch",
                    problem="x or y shares memory with data (a view of it): writing into the batch would change the stream.",
                    hint="Return new tensors: index data with a tensor of positions, or .clone() the slices.")
 checks.assert_raises(ValueError, get_batch, torch.arange(3), 5, 2, name="get_batch with N = 3 < T = 5")
+# Both sides of the boundary N < T + 1, for N = 6: block sizes 6 and 7 raise, 5 (one window) does not.
+checks.assert_error_boundary(ValueError, lambda t: get_batch(torch.arange(6), t, 2, torch.Generator().manual_seed(0)),
+                             raises=(6, 7), allowed=(5,), name="get_batch's block_size for N = 6 tokens",
+                             hint="Raise ValueError when N < block_size + 1 (not even one window fits).")
 # On data's device: a GPU run passes a CUDA stream. Without a GPU, data is labelled cuda:0 with its values kept (an
 # answer that reads the starts' values runs too), so a batch made with torch.empty(B, T) or torch.tensor(...) without
 # device= and filled from data shows on the CPU, as it would on a GPU.
@@ -1223,6 +1227,11 @@ checks.assert_equal(drawn(ids), [0, 1, 2], name="tokens drawn from 20 equal logi
 ids = sample_next_token(torch.zeros(3000, 20), top_p=0.1, generator=torch.Generator().manual_seed(29))
 checks.assert_equal(drawn(ids), [0, 1], name="tokens drawn from 20 equal logits with top_p=0.1",
                     hint="0.05 + 0.05 reaches 0.1: two tokens, equal ones taken by increasing id (a stable sort).")
+# Both sides of the temperature's boundary: 0 and below raise, a small positive temperature does not.
+z = torch.randn(2, 6, generator=torch.Generator().manual_seed(30))
+checks.assert_error_boundary(ValueError, lambda t: sample_next_token(z, temperature=t, generator=torch.Generator().manual_seed(31)),
+                             raises=(0.0, -1.0), allowed=(0.01,), name="sample_next_token's temperature",
+                             hint="Raise ValueError for temperature <= 0.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="578a9428"

@@ -225,11 +225,11 @@ def beam_search(model, prompt, beam_width, max_new_tokens, eos_id=None, length_p
         model: a model with notebook 10's cache interface (model(idx, caches) -> (logits, new_caches); caches a list
             of model.n_layer entries, None before the first call, else dicts of tensors whose dim 0 is the batch);
             it has n_layer and block_size.
-        prompt: int64 tensor (T,), T >= 1.
+        prompt: int64 tensor (T,), T >= 1, on the model's device.
         beam_width: int k >= 1. max_new_tokens: int >= 0. eos_id: None (no hypothesis ever finishes early) or a
             token id. length_penalty: alpha >= 0 of GNMT's lp(L) = ((5 + L) / 6) ** alpha.
     Returns:
-        (tokens, score): tokens a new int64 tensor (T + L,), the prompt followed by the L
+        (tokens, score): tokens a new int64 tensor (T + L,) on that device, the prompt followed by the L
         generated tokens of the best hypothesis (its EOS included when it finished); score a Python float, its
         summed log-probabilities (log-softmax in float32 or wider, summed in float64 or float32) divided by lp(L).
         Each step extends every unfinished hypothesis by every token and keeps the best (k - finished so far) of
@@ -330,6 +330,8 @@ print("beam_search: visible tests passed")
 # %% id="nb13-006" nbgrader={"grade": true, "grade_id": "test_beam_search_hidden", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 # Hidden tests for beam_search run when your notebook is graded.
 ### BEGIN HIDDEN TESTS
+import math
+
 import torch
 from utils import checks
 from utils import probes
@@ -395,6 +397,18 @@ for seed, V, width, steps in [(18, 6, 3, 5), (19, 6, 4, 4)]:
                         name=f"beam_search (width {width}) on a model with tied tokens",
                         hint="Ties: the better-ranked parent first, then the lower token id (a stable descending sort "
                              "of the flattened beam-by-token scores).")
+# Many candidates tied at once: after a model whose 20 tokens are always equally likely, every candidate of a step
+# ties, so the rule alone decides which are kept (beam 0's tokens 0, 1, 2, ...) and the winner (beam 0, all zeros).
+# (PyTorch's sort without stable=True reorders equal values among this many.)
+for width in (1, 3):
+    model = probes.make("utils.generation_models.CachedTableLM", [[0.0] * 20] * 20, 16)
+    tokens, score = beam_search(model, torch.tensor([7]), width, 3)
+    checks.assert_equal(tokens.tolist(), [7, 0, 0, 0],
+                        name=f"beam_search (width {width}) on a model whose 20 tokens always tie",
+                        hint="Ties: the better-ranked parent first, then the lower token id; sort with stable=True "
+                             "(an unstable sort keeps equal candidates in an order of its own).")
+    checks.assert_close(score, 3 * math.log(1 / 20) / (8 / 6) ** 0.6, atol=1e-4,
+                        name=f"the score of beam_search (width {width}) on a model whose 20 tokens always tie")
 print("beam_search: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -493,14 +507,25 @@ checks.assert_tensor(tokens, name="beam_search up to exactly block_size tokens (
 tokens, _ = beam_search(model, prompt, 50, 2)
 checks.assert_tensor(tokens, name="beam_search with a width (50) above the candidates (5, then 25)", shape=(4,),
                      dtype=torch.int64, hint="Keep at most as many candidates as there are.")
-for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, 2, -1), "max_new_tokens -1"),
-                  ((prompt, 2, 7), "2 + 7 tokens past block_size 8"), ((prompt[None], 2, 2), "a 2-D prompt"),
+# Each bound one past its boundary too (beam_width -1, max_new_tokens -2, 2 + 8 tokens), so a check of the boundary
+# value alone (beam_width == 0) shows, and no model call before any of these errors.
+for bad, what in [((prompt, 0, 3), "beam_width 0"), ((prompt, -1, 3), "beam_width -1"),
+                  ((prompt, 2, -1), "max_new_tokens -1"), ((prompt, 2, -2), "max_new_tokens -2"),
+                  ((prompt, 2, 7), "2 + 7 tokens past block_size 8"), ((prompt, 2, 8), "2 + 8 tokens past block_size 8"),
+                  ((prompt[None], 2, 2), "a 2-D prompt"),
                   ((prompt[:0], 2, 2), "an empty prompt")]:
     model = probes.make("utils.generation_models.PrefixTableLM", table, 8)
     checks.assert_raises(ValueError, beam_search, model, *bad, name=f"beam_search with {what}",
                          hint="Check the arguments first and raise ValueError.")
     checks.assert_equal(model.calls, [], name=f"the model calls before beam_search raised for {what}",
                         hint="Check the arguments before calling the model.")
+# Both sides of each numeric boundary: just outside raises, just inside (width 1, 0 new tokens) does not.
+checks.assert_error_boundary(
+    ValueError, lambda w: beam_search(probes.make("utils.generation_models.PrefixTableLM", table, 8), prompt, w, 2),
+    raises=(0, -1), allowed=(1,), name="beam_search's beam_width", hint="Raise ValueError for beam_width < 1.")
+checks.assert_error_boundary(
+    ValueError, lambda n: beam_search(probes.make("utils.generation_models.PrefixTableLM", table, 8), prompt, 2, n),
+    raises=(-1, -2), allowed=(0,), name="beam_search's max_new_tokens", hint="Raise ValueError for max_new_tokens < 0.")
 # Modes: every call in eval mode with gradients off; the model's mode and autograd's restored afterwards.
 for starts_training in (True, False):
     model = probes.make("utils.generation_models.PrefixTableLM", table, 8)
@@ -517,6 +542,13 @@ checks.assert_equal(probes.make("utils.recording.grad_mode_after", beam_search, 
 traced = probes.traced_call(beam_search, model, prompt, 2, 0)
 checks.assert_true(not traced.shares_memory, name="beam_search's tokens for max_new_tokens=0",
                    problem="they share memory with the prompt.", hint="Return a new tensor (clone).")
+# On the device of the model and the prompt: a copy of the model with its table labelled cuda:0 and the prompt too,
+# their values kept (utils.fake_cuda), as the search reads them. A running score made without device= is on the
+# CPU, and adding the model's log-probabilities to it raises on a GPU.
+model = probes.make("utils.generation_models.PrefixTableLM", table, 8)
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", beam_search, model, prompt, 3, 4)
+checks.assert_kept_on_fake_cuda(seen, name="the device of beam_search's tokens for a model and prompt on a GPU (emulated)",
+                                hint="Make every tensor of the search on prompt.device (torch.zeros(..., device=prompt.device)).")
 print("beam_search: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -586,7 +618,8 @@ def speculative_sample(target, draft, prompt, n_draft, max_new_tokens, generator
         first rejected one is replaced by a draw from max(0, p_i - q_i) normalised (from p_i if that is all zero),
         which ends the round; if all g are accepted, one more token is drawn from the target's last distribution.
         So each round makes exactly one target call and adds 1 to g + 1 tokens; for max_new_tokens = 0 neither
-        model is called. prompt is left unchanged.
+        model is called. Every model call runs with gradients off (torch.no_grad()); afterwards autograd is as it
+        was. prompt is left unchanged.
     Raises:
         ValueError, before any model call: prompt not 1-D or empty, n_draft < 1, or max_new_tokens < 0.
     """
@@ -763,6 +796,16 @@ checks.assert_equal(len(target.calls), 5, name="target calls for 5 tokens when e
                     hint="A rejection ends the round: draw the replacement from the residual and propose again.")
 checks.assert_true(2 not in out[1:].tolist(), name="tokens after rejections of token 2 (the target gives it about e^-40)",
                    problem="token 2 came out.", hint="A rejected proposal is replaced, from max(0, p - q) normalised.")
+# Every model call with gradients off, for a call made with autograd on: models that record the gradient mode of
+# each call (CachedTableLM's modes, its logits alone through LogitsOnly).
+recorders = [probes.make("utils.generation_models.CachedTableLM", table, 64) for _ in range(2)]
+target, draft = (probes.make("utils.generation_models.LogitsOnly", r) for r in recorders)
+speculative_sample(target, draft, torch.tensor([0]), 3, 6, torch.Generator().manual_seed(9))
+modes = recorders[0].modes + recorders[1].modes
+checks.assert_true(len(modes) > 0 and not any(m["grad_enabled"] for m in modes),
+                   name="autograd during speculative_sample's model calls (called with autograd on)",
+                   problem="a model was called with gradients on (or never called).",
+                   hint="Call both models inside a with torch.no_grad(): block: sampling needs no gradients.")
 print("speculative_sample: hidden call tests passed")
 ### END HIDDEN TESTS
 
@@ -787,10 +830,19 @@ out = speculative_sample(target, draft, torch.tensor([1]), 4, 1, torch.Generator
 checks.assert_tensor(out, name="speculative_sample(..., n_draft 4, max_new_tokens=1)", shape=(2,), dtype=torch.int64)
 checks.assert_equal([len(target.calls), len(draft.calls)], [1, 0], name="[target calls, draft calls] for one new token",
                     hint="With one token wanted a round proposes min(n_draft, 0) = 0 tokens: one target call, one draw.")
-for bad, what in [((torch.tensor([1]), 0, 3), "n_draft 0"), ((torch.tensor([1]), 2, -1), "max_new_tokens -1"),
+for bad, what in [((torch.tensor([1]), 0, 3), "n_draft 0"), ((torch.tensor([1]), -1, 3), "n_draft -1"),
+                  ((torch.tensor([1]), 2, -1), "max_new_tokens -1"), ((torch.tensor([1]), 2, -2), "max_new_tokens -2"),
                   ((torch.tensor([[1]]), 2, 2), "a 2-D prompt"), ((torch.tensor([], dtype=torch.int64), 2, 2), "an empty prompt")]:
     checks.assert_raises(ValueError, speculative_sample, target, draft, *bad, torch.Generator().manual_seed(0),
                          name=f"speculative_sample with {what}", hint="Check the arguments first; raise ValueError.")
+# Both sides of each numeric boundary, so a check of the boundary value alone (n_draft == 0) shows: just outside
+# raises, just inside (n_draft 1, 0 new tokens) does not.
+checks.assert_error_boundary(
+    ValueError, lambda k: speculative_sample(target, draft, torch.tensor([1]), k, 2, torch.Generator().manual_seed(0)),
+    raises=(0, -1), allowed=(1,), name="speculative_sample's n_draft", hint="Raise ValueError for n_draft < 1.")
+checks.assert_error_boundary(
+    ValueError, lambda n: speculative_sample(target, draft, torch.tensor([1]), 2, n, torch.Generator().manual_seed(0)),
+    raises=(-1, -2), allowed=(0,), name="speculative_sample's max_new_tokens", hint="Raise ValueError for max_new_tokens < 0.")
 print("speculative_sample: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -914,8 +966,8 @@ checks.assert_equal(out.float().tolist(), [float("-inf"), 1.5, -2.0], name="no_r
 traced = probes.traced_call(no_repeat_ngram, logits, torch.tensor([3, 3]), 4)
 checks.assert_true(not traced.returns_argument and not traced.shares_memory, name="no_repeat_ngram's result when nothing is banned",
                    problem="it is the logits tensor itself, or a view of it.", hint="Return a new tensor (clone).")
-for n in (0, -1):
-    checks.assert_raises(ValueError, no_repeat_ngram, logits, torch.tensor([1, 2]), n, name=f"no_repeat_ngram with n = {n}")
+checks.assert_error_boundary(ValueError, lambda n: no_repeat_ngram(logits, torch.tensor([1, 2]), n), raises=(0, -1),
+                             allowed=(1,), name="no_repeat_ngram's n", hint="Raise ValueError for n < 1.")
 print("no_repeat_ngram: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1000,8 +1052,8 @@ for sequences, n, what in [([], 2, "no sequence"), ([[]], 1, "one empty sequence
 checks.assert_close(distinct_n([[1, 2, 3], [1, 2, 3]], 3), 0.5, atol=1e-12, name="distinct_n of two equal sequences of exactly n tokens",
                     hint="A sequence of length n has one n-gram (L - n + 1 windows).")
 checks.assert_close(distinct_n([[], [4, 4], [4]], 2), 1.0, atol=1e-12, name="distinct_n with empty and short sequences among others")
-for n in (0, -2):
-    checks.assert_raises(ValueError, distinct_n, [[1, 2]], n, name=f"distinct_n with n = {n}")
+checks.assert_error_boundary(ValueError, lambda n: distinct_n([[1, 2]], n), raises=(0, -1, -2), allowed=(1,),
+                             name="distinct_n's n", hint="Raise ValueError for n < 1.")
 print("distinct_n: hidden edge tests passed")
 ### END HIDDEN TESTS
 

@@ -150,9 +150,39 @@ def test_a_module_argument_of_a_function_is_a_labelled_copy_and_left_as_it_was()
     assert type(model.weight) is torch.nn.Parameter and model.weight.device.type == "cpu" and model.weight.requires_grad
 
 
+def test_bindings_that_guard_the_cuda_device_run_on_the_values_with_the_device_rule():
+    """``~mask`` and ``nonzero`` reach the CUDA runtime in their Python bindings, before the dispatch: they run on the
+    real values and come back labelled; a CPU tensor beside a labelled one there is refused as elsewhere."""
+    from utils.fake_cuda import _on_the_values
+
+    with LabelledCuda():
+        mask = LabelledTensor(torch.tensor([True, False, True]))
+        kept = (~mask).nonzero()
+        assert isinstance(kept, LabelledTensor) and kept.tolist() == [[1]]
+        with pytest.raises(RuntimeError, match="same device"):
+            _on_the_values(torch.Tensor.__and__, (mask, torch.tensor([True, True, False])), {})
+    assert result_device_on_fake_cuda(lambda x: torch.cuda.synchronize() or ~x, torch.ones(2) > 0)["outcome"] == "unsupported"
+
+
+def test_a_function_given_a_model_gets_a_labelled_copy_and_the_model_is_left_as_it_was():
+    model, idx = _Positions(on_device=True, reads_ids=True), torch.tensor([[1, 2, 3]])
+
+    def continued(m, ids):            # reads values, as a search does, and builds on the ids' device
+        return torch.cat([ids, m(ids)[:, -1:].argmax(-1)], dim=1)
+
+    def scores_on_the_cpu(m, ids):    # a running score made without device=, added to the model's output
+        return torch.zeros(1, 7) + m(ids)[:, -1]
+
+    assert result_device_on_fake_cuda(continued, model, idx) == CUDA_RESULT
+    assert result_device_on_fake_cuda(continued, m=model, ids=idx) == CUDA_RESULT
+    assert result_device_on_fake_cuda(scores_on_the_cpu, model, idx)["outcome"] == "mismatch"
+    assert model.tok.weight.device.type == "cpu" and model.head.weight is model.tok.weight
+
+
 @pytest.mark.parametrize("fn, args", [
     (lambda ids, v: torch.nn.functional.one_hot(ids.long(), v).float(), (torch.tensor([[2, 0], [1, 3]]), 5)),
     (lambda ids, v: torch.eye(v, device=ids.device)[ids], (torch.tensor([[2, 0], [1, 3]]), 5)),
+    (lambda x: (~(x > 0)).nonzero().flatten() + torch.nonzero(x < 0, as_tuple=True)[0], (torch.tensor([1.0, -1.0, 2.0]),)),
     (lambda p: torch.diag_embed(p) - torch.einsum("...i,...j->...ij", p, p), (torch.tensor([[0.2, 0.8], [1.0, 0.0]]),)),
     (lambda s, t: torch.where(torch.arange(t, device=s.device) > 1, torch.tensor(float("-inf"), device=s.device), s),
      (torch.randn(3, 4), 4)),
