@@ -28,7 +28,7 @@ from nbclient import NotebookClient
 
 from utils import claims
 
-from . import conventions, mutant_edits
+from . import contracts, conventions, mutant_edits
 from ..sandbox import cpu_time
 from ..judge.session import Session
 from ..sandbox.limits import Limits
