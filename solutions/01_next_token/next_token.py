@@ -1795,6 +1795,14 @@ for steps in [3, 1]:
     checks.assert_equal(call.args_after[1].tolist(), tokens.tolist(), name=f"the tokens after train(..., steps={steps})",
                         hint="Don't modify the caller's tokens.")
 
+# The model gets each batch whole: one call of shape (batch_size, block_size) per step, not one per window.
+model = probes.make("utils.recording.RecordingLM", 5, 0)
+train(model, torch.randint(0, 5, (30,), generator=g), 2, 0.1, 3, 4, torch.Generator().manual_seed(4))
+checks.assert_equal([c["shape"] for c in model.calls], [[3, 4], [3, 4]],
+                    name="the shapes train fed the model (2 steps of batch_size 3, block_size 4)",
+                    hint="Stack the batch_size windows into x of shape (batch_size, block_size) and call model(x) once "
+                         "per step.")
+
 # steps = 0: an empty list, the model unchanged.
 W0 = torch.randn(3, 3, generator=g, dtype=torch.float64)
 table = probes.make("torch.nn.Embedding", 3, 3, dtype=torch.float64, state_dict={"weight": W0})
@@ -2092,6 +2100,13 @@ for shape, temperature in [((4, 10), 0.7), ((2, 3, 5), 1.6), ((6, 6), 3)]:
 x = torch.randn(3, 4, generator=g)
 checks.assert_close(softmax_with_temperature(x, 1e6), torch.full((3, 4), 0.25), atol=1e-5,
                     name="softmax_with_temperature at T = 1e6", hint="T -> infinity flattens to uniform.")
+# Rows of very negative logits at a small temperature: logits / T reach -1e5 and -2e5, and each row is still a
+# distribution (every exp underflows to 0 unless the row's own maximum is subtracted first).
+x = torch.tensor([[-1000.0, -1001.0, -1003.0], [-500.0, -500.0, -2000.0]])
+checks.assert_close(softmax_with_temperature(x, 0.01), torch.softmax(x / 0.01, dim=-1), atol=1e-6,
+                    name="softmax_with_temperature of very negative logits at T = 0.01",
+                    hint="Subtract each row's maximum, whatever its sign, before exp (torch.softmax does): exp(-1e5) "
+                         "is 0 in every entry, and 0 / 0 is nan.")
 print("softmax_with_temperature: hidden tests passed")
 ### END HIDDEN TESTS
 

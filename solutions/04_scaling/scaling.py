@@ -806,8 +806,9 @@ def softmax_jacobian(p):
     """The Jacobian of the softmax, written in terms of its output.
 
     Args:
-        p: floating tensor of shape (..., T), T >= 1: each slice along the last dimension is a softmax
-            output p = softmax(z) (entries >= 0 summing to 1; exact zeros and one-hot rows allowed).
+        p: floating tensor of shape (..., T), T >= 1, contiguous in memory or not (a transposed batch too): each
+            slice along the last dimension is a softmax output p = softmax(z) (entries >= 0 summing to 1; exact
+            zeros and one-hot rows allowed).
     Returns:
         A new tensor of shape (..., T, T), same dtype as p and on the same device as p, with
         J[..., i, j] = d p_i / d z_j = p_i * (delta_ij - p_j), i.e. diag(p) - outer(p, p) for every row.
@@ -928,6 +929,11 @@ p = torch.tensor([[0.0, 0.25, 0.75, 0.0], [0.0, 0.0, 0.0, 1.0]], dtype=torch.flo
 expected = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [0.0, 0.1875, -0.1875, 0.0], [0.0, -0.1875, 0.1875, 0.0], [0.0, 0.0, 0.0, 0.0]],
                          [[0.0] * 4, [0.0] * 4, [0.0] * 4, [0.0] * 4]], dtype=torch.float64)
 checks.assert_close(softmax_jacobian(p), expected, atol=1e-12, name="softmax_jacobian of rows with exact zeros")
+# A batch that is not contiguous in memory (a transpose): the same Jacobians as its contiguous copy.
+p = torch.softmax(torch.randn(7, 3, generator=g, dtype=torch.float64), dim=0).T   # (3, 7), rows sum to 1
+checks.assert_close(softmax_jacobian(p), torch.diag_embed(p) - p[..., :, None] * p[..., None, :], atol=1e-12,
+                    name="softmax_jacobian of a transposed batch (not contiguous in memory)",
+                    hint="Broadcast (unsqueeze, diag_embed) or use reshape: .view fails on a tensor that is not contiguous.")
 # A single key (T = 1): p = (1,), J = 0.
 checks.assert_close(softmax_jacobian(torch.ones(3, 1, dtype=torch.float64)), torch.zeros(3, 1, 1, dtype=torch.float64),
                     atol=0, name="softmax_jacobian with a single key (T = 1)")

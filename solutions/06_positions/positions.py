@@ -1012,7 +1012,8 @@ def apply_rope(x, base=10000.0):
            e.g. (batch, heads, T, d) or just (T, d)).
         base: the constant of the frequency ladder.
     Returns:
-        A new tensor of the same shape and dtype (x is not modified). For every position t and pair
+        A new tensor of the same shape, dtype and device (x is not modified; on a GPU every tensor it makes is
+        made there, or moved there). For every position t and pair
         i = 0, ..., d/2 - 1, coordinates (2i, 2i+1) are rotated by the angle t * theta_i with
         theta_i = base ** (-2i / d):
             out[..., t, 2i]     = x[..., t, 2i] * cos(t theta_i) - x[..., t, 2i+1] * sin(t theta_i)
@@ -1024,7 +1025,7 @@ def apply_rope(x, base=10000.0):
     T, d = x.shape[-2], x.shape[-1]
     theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)          # (d/2,)
     angles = torch.arange(T, dtype=torch.float64)[:, None] * theta             # (T, d/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    cos, sin = angles.cos().to(x.device, x.dtype), angles.sin().to(x.device, x.dtype)   # on x's device
     x_even, x_odd = x[..., 0::2], x[..., 1::2]                                 # (..., T, d/2) each
     rotated = torch.stack([x_even * cos - x_odd * sin, x_even * sin + x_odd * cos], dim=-1)
     return rotated.flatten(-2)                                                 # interleave back: (..., T, d)
@@ -1228,6 +1229,10 @@ for shape in [(4, 1, 8), (30, 2), (2, 6, 2), (5, 10)]:
 x = torch.randn(3000, 8, generator=g, dtype=torch.float64)
 checks.assert_close(apply_rope(x), reference(x), atol=1e-9, name="apply_rope with 3000 positions, float64",
                     hint="Compute the angles in float64 when x is float64.")
+# On a GPU (emulated): the result on x's device, the angle tables moved there.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", apply_rope, torch.randn(2, 5, 8, generator=g))
+checks.assert_kept_on_fake_cuda(seen, name="apply_rope of an x on a GPU (emulated)",
+                                hint="Make the cos and sin tables on x's device (or move them: .to(x.device, x.dtype)).")
 print("apply_rope: hidden tests (input left alone, precision and edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -1252,7 +1257,7 @@ def rope_half_split(x, base=10000.0):
     T, d = x.shape[-2], x.shape[-1]
     theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     angles = torch.arange(T, dtype=torch.float64)[:, None] * theta
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    cos, sin = angles.cos().to(x.device, x.dtype), angles.sin().to(x.device, x.dtype)
     first, second = x[..., : d // 2], x[..., d // 2 :]
     return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
 

@@ -409,6 +409,14 @@ for width in (1, 3):
                              "(an unstable sort keeps equal candidates in an order of its own).")
     checks.assert_close(score, 3 * math.log(1 / 20) / (8 / 6) ** 0.6, atol=1e-4,
                         name=f"the score of beam_search (width {width}) on a model whose 20 tokens always tie")
+# A tie between two parents: after 0, tokens 1 and 2 tie (0.4 each) and each then offers one candidate of 0.4 * 0.5,
+# 0 -> 1 -> 2 and 0 -> 2 -> 1. The better-ranked parent (token 1, the lower id, ranked first) keeps its candidate.
+table = [[math.log(p) for p in row] for row in [[0.2, 0.4, 0.4], [0.25, 0.25, 0.5], [0.25, 0.5, 0.25]]]
+model = probes.make("utils.generation_models.CachedTableLM", table, 16)
+checks.assert_equal(beam_search(model, torch.tensor([0]), 2, 2, length_penalty=0.0)[0].tolist(), [0, 1, 2],
+                    name="beam_search (width 2) when the best candidates of two different parents tie",
+                    hint="Ties go to the better-ranked parent first, then to the lower token id: a stable descending sort "
+                         "of the beam-major flattened scores (candidate b * V + v), not token-major.")
 print("beam_search: hidden tests passed")
 ### END HIDDEN TESTS
 
@@ -484,6 +492,20 @@ for alpha in (0.0, 2.0):
     checks.assert_equal(length, 1 if alpha == 0.0 else 4, name=f"the length of the hypothesis chosen with length_penalty {alpha}",
                         hint="Compare finished and unfinished hypotheses by normalised score: length_penalty 0 is the raw "
                              "sum (short wins), 2 rewards length.")
+# Ties at length_penalty 0 (raw sums), the stated rule: the earliest finished wins, then the unfinished in beam order.
+# After 0, token 1 and EOS tie at 0.5; then either 1 -> 1 (certain) leaves an unfinished hypothesis tying the finished
+# one, or 1 -> EOS (certain) a second finished one tying the first. (-50 is a probability of about e^-50: none.)
+half = math.log(0.5)
+for rows, steps, what in [([[-50.0, half, half], [-50.0, 0.0, -50.0], [0.0, -50.0, -50.0]], 2,
+                           "a finished hypothesis tying an unfinished one"),
+                          ([[-50.0, half, half], [-50.0, -50.0, 0.0], [0.0, -50.0, -50.0]], 3,
+                           "two finished hypotheses that tie")]:
+    model = probes.make("utils.generation_models.CachedTableLM", rows, 16)
+    checks.assert_equal(beam_search(model, torch.tensor([0]), 2, steps, eos_id=2, length_penalty=0.0)[0].tolist(), [0, 2],
+                        name=f"beam_search (width 2, EOS 2, length_penalty 0) with {what}",
+                        hint="Of equal normalised scores the earliest finished hypothesis wins, then the unfinished ones "
+                             "in beam order: keep the finished in the order they finished, before the unfinished, and "
+                             "take the first maximum.")
 print("beam_search: hidden tests of finished hypotheses passed")
 ### END HIDDEN TESTS
 
@@ -785,6 +807,10 @@ for n_draft, new, T in [(2, 9, 1), (4, 10, 3), (5, 3, 2), (1, 6, 1)]:
                              "the target's last distribution, in one target call.")
     checks.assert_equal(len(draft.calls), drafted, name=f"{name}: the number of draft calls",
                         hint="Propose min(n_draft, tokens still wanted - 1) tokens per round, one draft call each.")
+    checks.assert_equal(draft.calls, [[1, length] for length in range(T, T + new) if length not in
+                                      [w[1] for w in want]][:drafted], name=f"{name}: the shapes fed to the draft",
+                        hint="Each draft call reads the whole sequence so far (1, t), the prompt and every token added "
+                             "or proposed, not the last token alone.")
 # A draft that always proposes what the target almost never picks: every round ends at its first proposal, with a
 # token from the residual, so each round adds exactly one token.
 target_table = [[0.0, 0.0, -40.0]] * 3
@@ -806,6 +832,17 @@ checks.assert_true(len(modes) > 0 and not any(m["grad_enabled"] for m in modes),
                    name="autograd during speculative_sample's model calls (called with autograd on)",
                    problem="a model was called with gradients on (or never called).",
                    hint="Call both models inside a with torch.no_grad(): block: sampling needs no gradients.")
+# The models are used in the mode the caller set: models in training mode are called in it and left in it.
+recorders = [probes.make("utils.generation_models.CachedTableLM", table, 64) for _ in range(2)]
+target, draft = (probes.make("utils.generation_models.LogitsOnly", r) for r in recorders)
+target.train()
+draft.train()
+speculative_sample(target, draft, torch.tensor([0]), 3, 6, torch.Generator().manual_seed(10))
+modes = recorders[0].modes + recorders[1].modes
+checks.assert_true(len(modes) > 0 and all(m["training"] for m in modes) and target.training and draft.training,
+                   name="the mode of models in training mode, during and after speculative_sample",
+                   problem="a model was called in eval mode, or left in it.",
+                   hint="Use the models in the mode the caller set: do not call model.eval() or model.train().")
 print("speculative_sample: hidden call tests passed")
 ### END HIDDEN TESTS
 
@@ -968,6 +1005,12 @@ checks.assert_true(not traced.returns_argument and not traced.shares_memory, nam
                    problem="it is the logits tensor itself, or a view of it.", hint="Return a new tensor (clone).")
 checks.assert_error_boundary(ValueError, lambda n: no_repeat_ngram(logits, torch.tensor([1, 2]), n), raises=(0, -1),
                              allowed=(1,), name="no_repeat_ngram's n", hint="Raise ValueError for n < 1.")
+# On a GPU (emulated): the result on logits' device, whatever the banned mask is built from.
+seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", no_repeat_ngram, torch.tensor([0.5, -1.0, 2.0, 0.0]),
+                   torch.tensor([1, 2, 1, 2]), 3)
+checks.assert_kept_on_fake_cuda(seen, name="no_repeat_ngram's result for logits and tokens on a GPU (emulated)",
+                                hint="Build the banned mask (or the index of banned tokens) on logits' device: "
+                                     "device=logits.device.")
 print("no_repeat_ngram: hidden edge tests passed")
 ### END HIDDEN TESTS
 
@@ -1036,6 +1079,10 @@ for case in range(10):
     checks.assert_close(distinct_n(sequences, n), want, atol=1e-12,
                         name=f"distinct_n of {len(sequences)} random sequences of 0 to 11 tokens, n = {n}",
                         hint="Distinct n-grams over all n-grams, each sequence's windows pooled, none across sequences.")
+# Ids of two digits: the bigrams (1, 12) and (11, 2) are different, though their digits read alike.
+checks.assert_close(distinct_n([[1, 12], [11, 2]], 2), 1.0, atol=1e-12,
+                    name="distinct_n of two different bigrams whose digits read alike (ids of one and two digits)",
+                    hint="Compare n-grams as tuples of ids, not as their digits joined into a string.")
 print("distinct_n: hidden tests passed")
 ### END HIDDEN TESTS
 
