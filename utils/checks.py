@@ -193,6 +193,10 @@ def _kind(value: Any) -> str:
         return f"torch.Tensor(shape={_shape(value)}, dtype={_tensor_dtype(value)}, device={_device(value)})"
     if type(value) is _ndarray:
         return f"numpy.ndarray(shape={_shape(value)})"
+    if type(value).__name__ == "Handle" and type(value).__module__ == "autograder.judge.handles":
+        # At grading time an object the grader cannot send by value stays in the student's process (a bytearray,
+        # a set of their own class...): say so, not the grader's name for it.
+        return "an object of another type (one the grader cannot read by value, such as a bytearray or your own class)"
     return type(value).__name__
 
 
@@ -431,7 +435,7 @@ def _plain_difference(actual: Any, expected: Any, path: str) -> str | None:
     __tracebackhide__ = True
     where = f" at {path}" if path else ""
     if type(actual) is not type(expected):
-        return f"expected {type(expected).__name__}{where}, got {type(actual).__name__}."
+        return f"expected {type(expected).__name__}{where}, got {_kind(actual)}."
     kind = type(expected)
     if kind in _PLAIN_SCALARS:
         if not (actual == expected):

@@ -2064,6 +2064,11 @@ checks.assert_equal(_encoded("\U0001f642", [(240, 159), (153, 130), (256, 257)])
 checks.assert_equal(_encoded("abc abc", [(97, 98)]), [256, 99, 32, 256, 99], name="encode('abc abc', [a+b])")
 checks.assert_equal(_encoded("abc abc", [(98, 99)]), [97, 256, 32, 97, 256], name="encode('abc abc', [b+c]) after encode(..., [a+b])",
                     hint="the result depends on the merges of this call: a cache kept between calls must be keyed by them.")
+# Windows line endings stay as they are: \r is a byte of the text like any other.
+windows_text = "line one\r\nline two\r\n"            # not `text`: the demos' corpus in this kernel
+checks.assert_equal(_encoded(windows_text, []), list(windows_text.encode("utf-8")),
+                    name="encode of a text with Windows line endings, no merges",
+                    hint="The text is used as it is: nothing is normalized, \r\n included.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c43"
@@ -2539,6 +2544,10 @@ merges_given, specials_given = list(MERGES), dict(SPECIALS)      # not `merges`:
 call = probes.traced_call(encode_with_specials, "ab<s>cé", merges_given, specials_given)
 checks.assert_equal((call.args_after[1], call.args_after[2]), (MERGES, SPECIALS), name="merges and specials after the call",
                     hint="do not modify the merges or the specials.")
+# Any character is text, a NUL too: a split at a sentinel character would cut the text there.
+checks.assert_equal(_encoded("a\x00b<s>\x00"), [97, 0, 98, 17, 0], name="encode_with_specials of a text holding NUL characters",
+                    hint="Split at the special strings themselves (re.split with a captured pattern), not at a sentinel "
+                         "character that the text may contain.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="c55"
@@ -2792,6 +2801,11 @@ for shape in [(2, 0), (0, 3)]:
                          shape=(*shape, 6), dtype=torch.float32, hint="the shape is (..., vocab_size) for empty ids too.")
 checks.assert_tensor(one_hot(torch.tensor(3), 6), name="one_hot(tensor(3), 6)", shape=(6,), dtype=torch.float32,
                      hint="a 0-d id gives one vector.")
+# uint8 ids with more columns than uint8 can count: the column numbers must not wrap around at 256.
+checks.assert_close(one_hot(torch.tensor([0, 255, 7], dtype=torch.uint8), 300), F.one_hot(torch.tensor([0, 255, 7]), 300).float(),
+                    name="one_hot of uint8 ids with vocab_size 300",
+                    hint="Make the column numbers in int64 (torch.arange(vocab_size)), not in the dtype of ids: "
+                         "uint8 counts only to 255, so column 256 would read as 0.")
 # On the device of ids: ids on PyTorch's meta device (shapes, no values) stand in for ids on a GPU. A result
 # built without device= comes back on the CPU; code that reads the ids' values cannot run there (the next check sees it).
 from utils import probes

@@ -930,7 +930,7 @@ expected = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [0.0, 0.1875, -0.1875, 0.0], [0.
                          [[0.0] * 4, [0.0] * 4, [0.0] * 4, [0.0] * 4]], dtype=torch.float64)
 checks.assert_close(softmax_jacobian(p), expected, atol=1e-12, name="softmax_jacobian of rows with exact zeros")
 # A batch that is not contiguous in memory (a transpose): the same Jacobians as its contiguous copy.
-p = torch.softmax(torch.randn(7, 3, generator=g, dtype=torch.float64), dim=0).T   # (3, 7), rows sum to 1
+p = torch.softmax(torch.randn(7, 3, 2, generator=g, dtype=torch.float64), dim=0).permute(2, 1, 0)   # (2, 3, 7)
 checks.assert_close(softmax_jacobian(p), torch.diag_embed(p) - p[..., :, None] * p[..., None, :], atol=1e-12,
                     name="softmax_jacobian of a transposed batch (not contiguous in memory)",
                     hint="Broadcast (unsqueeze, diag_embed) or use reshape: .view fails on a tensor that is not contiguous.")

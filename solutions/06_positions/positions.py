@@ -377,7 +377,7 @@ def sinusoidal_encoding(T, d_model, base=10000.0, dtype=torch.float32):
         d_model: number of coordinates, a positive even int.
         base: the constant of the frequency ladder (10000 in the original transformer).
         dtype: floating dtype of the result, and of the computation (float64 is accurate to ~1e-12
-            even at positions in the tens of thousands).
+            even at positions in the tens of thousands); float32 when not given, whatever torch's default dtype.
     Returns:
         A new tensor of shape (T, d_model) and the given dtype with
             out[t, 2i]     = sin(t / base ** (2i / d_model))
@@ -519,6 +519,15 @@ checks.assert_true(not calls.same_object and not calls.shares_memory,
                    hint="Build the table afresh in every call; a table cached per size is shared by every caller.")
 for (T, d_model), pe in zip(((5, 8), (5, 8), (3, 8)), calls.results):
     checks.assert_close(pe, reference(T, d_model).float(), atol=1e-5, name=f"sinusoidal_encoding({T}, {d_model}) (repeated calls)")
+# float32 when no dtype is given, whatever the default dtype: a default read from torch.get_default_dtype() follows it.
+probes.make("torch.set_default_dtype", torch.float64)
+try:
+    in_float64_default = sinusoidal_encoding(3, 4)
+finally:
+    probes.make("torch.set_default_dtype", torch.float32)
+checks.assert_tensor(in_float64_default, name="sinusoidal_encoding(3, 4) with torch.set_default_dtype(torch.float64)",
+                     shape=(3, 4), dtype=torch.float32, hint="The default is dtype=torch.float32 (the signature's), not torch's "
+                                                              "default dtype, which a user may have set to float64.")
 print("sinusoidal_encoding: hidden tests (dtypes and edge cases) passed")
 ### END HIDDEN TESTS
 
@@ -682,7 +691,8 @@ def offset_rotation(k, d_model, base=10000.0, dtype=torch.float32):
         d_model: a positive even int; the encoding uses pairs (2i, 2i+1) = (sin, cos) with frequency
             w_i = base ** (-2i / d_model).
         base: as in sinusoidal_encoding.
-        dtype: floating dtype of the result and of the computation.
+        dtype: floating dtype of the result and of the computation; float32 when not given, whatever torch's
+            default dtype.
     Returns:
         A new (d_model, d_model) tensor, zero except for the 2x2 blocks on the diagonal:
             M[2i, 2i]   =  cos(k w_i)    M[2i, 2i+1]   = sin(k w_i)
@@ -836,6 +846,15 @@ checks.assert_true(not calls.same_object and not calls.shares_memory, name="offs
                    hint="Build M afresh in every call; a matrix cached per offset is shared by every caller.")
 for k, M in zip((3, 3, -2), calls.results):
     checks.assert_close(M.double(), reference(k, 4), atol=1e-6, name=f"offset_rotation({k}, 4) (repeated calls)")
+# float32 when no dtype is given, whatever the default dtype.
+probes.make("torch.set_default_dtype", torch.float64)
+try:
+    in_float64_default = offset_rotation(2, 4)
+finally:
+    probes.make("torch.set_default_dtype", torch.float32)
+checks.assert_tensor(in_float64_default, name="offset_rotation(2, 4) with torch.set_default_dtype(torch.float64)",
+                     shape=(4, 4), dtype=torch.float32, hint="The default is dtype=torch.float32 (the signature's), not torch's "
+                                                              "default dtype, which a user may have set to float64.")
 print("offset_rotation: hidden tests (offsets, dtypes and edge cases) passed")
 ### END HIDDEN TESTS
 

@@ -770,9 +770,9 @@ print("ov_circuit, copying_score: hidden tests passed")
 import torch
 from utils import checks
 
-W_E, W_V, W_O, W_U = (torch.randn(shape, generator=torch.Generator().manual_seed(i)) for i, shape in
-                      enumerate([(5, 6), (6, 6), (6, 6), (6, 5)]))
-checks.assert_error_boundary(ValueError, lambda h: ov_circuit(W_E, W_V, W_O, W_U, h, 3), raises=(3, -1), allowed=(0, 2),
+# (not W_E, ...: the demos' weights in this kernel)
+maps = [torch.randn(shape, generator=torch.Generator().manual_seed(i)) for i, shape in enumerate([(5, 6), (6, 6), (6, 6), (6, 5)])]
+checks.assert_error_boundary(ValueError, lambda h: ov_circuit(maps[0], maps[1], maps[2], maps[3], h, 3), raises=(3, -1), allowed=(0, 2),
                              name="ov_circuit's head with 3 heads",
                              hint="Heads are numbered 0 .. n_head - 1: raise for head < 0 or head >= n_head, not at the ends.")
 for bad_head, n_head in [(3, 3), (-1, 3), (0, 4)]:
