@@ -8,12 +8,16 @@ prints the mutants that every test of the exercise passes. Each survivor is eith
 miss (then write a hidden check and a named mutant in ``mutants/NN_slug.toml``) or the same program in other
 words (a reworded error message, ``dim=1`` for ``dim=-1`` on a 2-D tensor): the sweep finds, a person judges.
 Hand-written mutants (``mutant_edits``) stay the record of what is caught; the sweep looks for what is not.
+A survivor judged the same program is recorded, with the reason, in ``mutants/judged/NN_slug.toml``
+(``[[same_program]]`` tables: exercise, operator, before, after, why); the sweep reports it apart, so that what it
+calls surviving is only what no one has judged yet.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from dataclasses import dataclass
 
 from . import contracts, conventions, mutant_edits
@@ -175,10 +179,27 @@ def _chosen(cells: dict[str, str], exercises: list[str] | None, operators: list[
     return {name: found for name, found in made.items() if found}
 
 
+def judged_same(assignment) -> dict[tuple[str, str, str, str], str]:
+    """(exercise, operator, before, after) -> why, for each survivor a person judged the same program in other
+    words (``mutants/judged/NN_slug.toml``)."""
+    path = conventions.MUTANTS_DIR / "judged" / f"{assignment.name}.toml"
+    if not path.exists():
+        return {}
+    entries = tomllib.loads(path.read_text(encoding="utf-8")).get("same_program", [])
+    return {(e["exercise"], e["operator"], e["before"], e["after"]): e["why"] for e in entries}
+
+
 def main(name: str, exercises: list[str], operators: list[str] | None = None) -> int:
-    """Print the survivors of one assignment's sweep; 0 when there are none."""
-    ran, survivors = sweep(conventions.assignment(name), exercises, operators)
-    print(f"{name}: {ran - len(survivors)} of {ran} operator mutants caught")
+    """Print the survivors of one assignment's sweep; 0 when every one was judged the same program."""
+    assignment = conventions.assignment(name)
+    ran, survivors = sweep(assignment, exercises, operators)
+    judged = judged_same(assignment)
+    same = [s for s in survivors if (s.mutant.exercise, s.operator, s.before, s.after) in judged]
+    survivors = [s for s in survivors if s not in same]
+    print(f"{name}: {ran - len(survivors) - len(same)} of {ran} operator mutants caught, {len(same)} judged the same "
+          f"program (mutants/judged/{name}.toml), {len(survivors)} surviving")
+    for s in same:
+        print(f"  same program  {s.mutant.exercise} ({s.operator}): {judged[(s.mutant.exercise, s.operator, s.before, s.after)]}")
     for s in survivors:
         print(f"  survived  {s.mutant.exercise}, line {s.line} ({s.operator}): {s.before}  ->  {s.after}")
     if survivors:
