@@ -82,3 +82,22 @@ def test_the_shared_clauses_each_get_an_operator_a_global_draw_an_alias_and_a_on
     assert [m.after for m in found["generator dropped: a global draw"]] == ["u = torch.rand(ids.shape)"]
     assert {m.after for m in found["copy dropped"]} == {"return ids"}
     assert [m.after for m in found["error condition made one-sided"]] == ["if n_tokens == 0:", "if ids.numel() == 0:"]
+
+
+def test_every_survivor_judged_the_same_program_is_still_a_mutant_of_the_current_solution():
+    """mutants/judged/NN_slug.toml records reasons for operator mutants of today's solutions: an entry that no longer
+    matches one (the solution line changed) is stale and must be judged again."""
+    from autograder.course import mutant_edits
+    from autograder.course.mutant_sweep import judged_same
+    from autograder.course.solution_source import load_solution
+
+    for assignment in conventions.assignments():
+        judged = judged_same(assignment)
+        if not judged:
+            continue
+        cells = mutant_edits.solution_cells(load_solution(assignment))
+        made = {(m.mutant.exercise, m.operator, m.before, m.after) for exercise in {k[0] for k in judged}
+                for m in operator_mutants(exercise, cells[exercise])}
+        stale = sorted(set(judged) - made)
+        assert not stale, f"{assignment.name}: judged entries that match no operator mutant now: {stale}"
+        assert all(len(why) > 20 for why in judged.values()), f"{assignment.name}: each judgement says why"
