@@ -27,13 +27,14 @@ def _logits_of(output):
 class TableLM(nn.Module):
     """A bigram language model with a fixed (V, V) table: ``logits[b, t] = table[ids[b, t]]``.
 
-    ``forward(ids)`` takes int64 ``(B, T)`` and returns float logits ``(B, T, V)`` (the table's dtype). It
-    records the shape of every input in ``calls``, so a test can count forwards.
+    ``forward(ids)`` takes int64 ``(B, T)`` and returns float logits ``(B, T, V)`` in ``dtype`` (float32 by
+    default; bfloat16 makes a low-precision model). It records the shape of every input in ``calls``, so a test
+    can count forwards.
     """
 
-    def __init__(self, table):
+    def __init__(self, table, dtype: torch.dtype = torch.float32):
         super().__init__()
-        self.table = nn.Parameter(torch.as_tensor(table, dtype=torch.float32).clone(), requires_grad=False)
+        self.table = nn.Parameter(torch.as_tensor(table, dtype=dtype).clone(), requires_grad=False)
         self.calls: list[list[int]] = []
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -105,11 +106,11 @@ class PrefixTableLM(RecomputedCache):
 
 
 class CachedTableLM(RecomputedCache):
-    """``CachedTableLM(table, block_size)``: ``TableLM(table)`` (a bigram table) behind ``RecomputedCache``'s
-    interface, with its ``calls`` and ``modes``."""
+    """``CachedTableLM(table, block_size, dtype)``: ``TableLM(table, dtype)`` (a bigram table) behind
+    ``RecomputedCache``'s interface, with its ``calls`` and ``modes``."""
 
-    def __init__(self, table, block_size: int = 64):
-        super().__init__(TableLM(table), block_size)
+    def __init__(self, table, block_size: int = 64, dtype: torch.dtype = torch.float32):
+        super().__init__(TableLM(table, dtype), block_size)
 
 
 class LogitsOnly(nn.Module):
