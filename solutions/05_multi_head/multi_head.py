@@ -938,6 +938,13 @@ for causal in (True, False):
                                     f"(the meta device), causal={causal}",
                                hint="Make the causal mask on x.device (torch.ones(T, T, dtype=torch.bool, "
                                     "device=x.device)): with x on a GPU, a tensor made without device= is on the CPU.")
+    # The same with the values kept (utils.fake_cuda: the weights and x labelled cuda:0), so an answer that reads
+    # values (.item(), .tolist()) and makes its mask on the CPU is judged too.
+    seen = probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", MultiHeadAttention(8, 2),
+                       torch.randn(2, 5, 8, generator=g), causal=causal)
+    checks.assert_kept_on_fake_cuda(seen, name=f"MultiHeadAttention(8, 2) on a GPU (emulated, the values kept), causal={causal}",
+                                    hint="Make the causal mask on x.device: with x on a GPU, a tensor made without "
+                                         "device= is on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="d95abbae"

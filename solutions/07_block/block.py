@@ -1243,6 +1243,12 @@ for causal in (True, False):
                                name=f"{NAME} with its weights and x on another device than the CPU (the meta device), causal={causal}",
                                hint="Make the mask on x.device (torch.ones(T, T, dtype=torch.bool, device=x.device)): "
                                     "with x on a GPU, a tensor made without device= is on the CPU.")
+    # The same with the values kept (utils.fake_cuda), so an answer that reads values is judged too.
+    seen = probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", block, torch.randn(2, 5, 12, generator=g),
+                       causal=causal)
+    checks.assert_kept_on_fake_cuda(seen, name=f"{NAME} on a GPU (emulated, the values kept), causal={causal}",
+                                    hint="Make the mask on x.device: with x on a GPU, a tensor made without device= is "
+                                         "on the CPU.")
 print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 
@@ -1595,6 +1601,12 @@ for causal in (True, False):
                                name=f"{NAME} with its weights and x on another device than the CPU (the meta device), causal={causal}",
                                hint="Make the mask on x.device (torch.ones(T, T, dtype=torch.bool, device=x.device)): "
                                     "with x on a GPU, a tensor made without device= is on the CPU.")
+    # The same with the values kept (utils.fake_cuda), so an answer that reads values is judged too.
+    seen = probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", block, torch.randn(2, 5, 12, generator=g),
+                       causal=causal)
+    checks.assert_kept_on_fake_cuda(seen, name=f"{NAME} on a GPU (emulated, the values kept), causal={causal}",
+                                    hint="Make the mask on x.device: with x on a GPU, a tensor made without device= is "
+                                         "on the CPU.")
 print(f"{NAME}: hidden tests (lengths and modes) passed")
 ### END HIDDEN TESTS
 

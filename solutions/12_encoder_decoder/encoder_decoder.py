@@ -827,6 +827,11 @@ checks.assert_kept_on_meta(seen,
                            name="DecoderBlock(8, 2) with its weights, x and memory on another device than the CPU (the meta device)",
                            hint="Make the causal mask on x.device (torch.ones(T, T, dtype=torch.bool, device=x.device)): "
                                 "with x on a GPU, a tensor made without device= is on the CPU.")
+# The same with the values kept (utils.fake_cuda), so an answer that reads values is judged too.
+seen = probes.make("utils.fake_cuda.module_output_device_on_fake_cuda", block, x, memory=memory)
+checks.assert_kept_on_fake_cuda(seen, name="DecoderBlock(8, 2) on a GPU (emulated, the values kept)",
+                                hint="Make the causal mask on x.device: with x on a GPU, a tensor made without device= is "
+                                     "on the CPU.")
 print("DecoderBlock: hidden edge tests passed")
 ### END HIDDEN TESTS
 
