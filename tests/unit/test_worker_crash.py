@@ -215,6 +215,25 @@ def test_a_crash_hands_nothing_out_again_takes_back_the_other_workers_unstarted_
     assert sched.remove_node(gw0) is None                         # it finished: no crash
 
 
+class DeadWorker(Worker):
+    """A worker whose channel is closed: it died before the controller read its last report."""
+
+    def send_runtest_some(self, indices):
+        raise OSError("cannot send (already closed?)")
+
+
+def test_a_worker_that_died_before_its_last_report_was_read_is_not_an_internal_error():
+    """On a busy machine the controller may read 'test done' from a worker that has already crashed, and hand it
+    its next unit: the send fails. That is the crash, reported when the worker's going down is read, not an
+    INTERNALERROR that loses the run's report (CI saw it once, exit 3 instead of 1)."""
+    gw0, gw1 = Worker("gw0"), DeadWorker("gw1")
+    sched = scheduled(gw0, gw1)
+    complete(sched, gw1, "test_mid.py::test_x[09_your_gpt]")
+    complete(sched, gw1, "test_mid.py::test_y[09_your_gpt]")     # its next unit goes out to a closed channel
+    assert sched.remove_node(gw1) == "test_quick.py::test_a"     # the unit it never received: its first test
+    assert sched.crashes == [("gw1", "test_quick.py::test_a")] and gw0.shutting_down
+
+
 def test_a_replacement_worker_is_handed_no_finished_unit_and_shut_down():
     """xdist's own remove_node put the crashed worker's finished unit back in the queue, and handed it to the
     replacement as an empty list of tests: it never reported back, and the run hung (issue 47). With
