@@ -21,6 +21,9 @@ hidden cell rewriting the check::
   after every call); a test calls such an exercise through ``probes.mutating_call``.
 * ``views``: arguments the result may be a view of (``split_heads``); a result is never an argument itself.
 * ``not_raised``: exception types the docstring names without the exercise raising them (PyTorch's own).
+* ``device``: what the results' device follows (``"ids"``, ``"x"``, ``"the model"``), where the docstring states it:
+  the exercise's hidden cells must then check it on an emulated GPU (``utils.fake_cuda``), or on the meta device
+  with ``values_may_be_read=False`` for an answer that never needs the values.
 
 ``tests/course/test_contracts.py`` proves the declarations and the docstrings agree, and the suite's judge runs
 of every solution prove the declared return types true.
@@ -36,7 +39,7 @@ from ..judge import return_types
 from .conventions import REPO_ROOT
 
 CONTRACTS_DIR = REPO_ROOT / "contracts"
-KEYS = {"returns", "errors", "generator", "mutates", "views", "not_raised"}
+KEYS = {"returns", "errors", "generator", "mutates", "views", "not_raised", "device"}
 ERROR_KEYS = {"raises", "when", "argument", "outside", "inside"}
 
 
@@ -58,6 +61,7 @@ class Contract:
     mutates: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
     not_raised: tuple[str, ...] = field(default=())
+    device: str | None = None
 
 
 def path_of(assignment) -> Path:
@@ -92,7 +96,9 @@ def _contract(name: str, entry, path) -> Contract:
     names = {key: tuple(entry.get(key, ())) for key in ("mutates", "views", "not_raised")}
     if any(type(v) is not str for values in names.values() for v in values):
         raise ValueError(f"{where}: mutates, views and not_raised are lists of names")
-    return Contract(name, entry["returns"], errors, entry.get("generator"), **names)
+    if entry.get("device") is not None and type(entry["device"]) is not str:
+        raise ValueError(f"{where}: device names what the results' device follows, as a string")
+    return Contract(name, entry["returns"], errors, entry.get("generator"), **names, device=entry.get("device"))
 
 
 def _error(entry, where: str) -> ErrorClause:

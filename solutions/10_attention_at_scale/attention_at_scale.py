@@ -1105,6 +1105,13 @@ for cache in (None, {"k": k[..., :3, :], "v": v[..., :3, :]}):
                                name=f"cached_attention of 2 new tokens after {0 if cache is None else 3} cached, on another device than the CPU (the meta device)",
                                hint="Make the mask on q.device (torch.ones(..., dtype=torch.bool, device=q.device)): "
                                     "with q on a GPU, a tensor made without device= is on the CPU.")
+    # The same with the values kept (utils.fake_cuda: labelled cuda:0), so an answer that reads values is judged too.
+    seen = probes.make("utils.fake_cuda.result_device_on_fake_cuda", cached_attention, q[..., 3:, :], k[..., 3:, :],
+                       v[..., 3:, :], cache)
+    checks.assert_kept_on_fake_cuda(seen, name=f"cached_attention of 2 new tokens after {0 if cache is None else 3} "
+                                               "cached, on a GPU (emulated, the values kept)",
+                                    hint="Make the mask on q.device: with q on a GPU, a tensor made without device= is "
+                                         "on the CPU.")
 ### END HIDDEN TESTS
 
 # %% [markdown] id="nb10-030"

@@ -124,7 +124,23 @@ def _clause_problems(contract, node, doc: str, hidden: list[str]) -> list[str]:
     problems += ["views declared, but its docstring never says the result may be a view"] if contract.views and "view" not in doc else []
     problems += ["mutates declared, but its docstring never says it modifies an argument"] if contract.mutates and not \
         re.search(r"modif|in place", doc) else []
+    problems += _device_problems(contract, doc, hidden)
     return problems
+
+
+# A docstring that states where the results are: "on the device of ids", "same dtype and device", "Runs on the device".
+RESULT_DEVICE = re.compile(r"on the device of|same device as|on (?:\w+'s|its|their) device|dtype and device|[Rr]uns on the device")
+
+
+def _device_problems(contract, doc: str, hidden: list[str]) -> list[str]:
+    """A stated result device is declared, and a declared one is checked where no CPU answer passes by chance:
+    on fake CUDA (values kept), or on meta for an answer that never needs the values."""
+    if not contract.device:
+        return ["its docstring states the results' device: declare device"] if RESULT_DEVICE.search(doc) else []
+    text = "\n".join(hidden)
+    checked = "utils.fake_cuda." in text or "values_may_be_read=False" in text
+    return [] if checked else [f"device follows {contract.device!r}, but no hidden cell checks it on fake CUDA "
+                               "(utils.fake_cuda) or on meta with values_may_be_read=False"]
 
 
 @pytest.mark.parametrize("declared", ASSIGNMENTS, ids=[a.name for a in ASSIGNMENTS])
