@@ -1,4 +1,5 @@
-"""A one-exercise course built on the fly, for testing the grader on damaged submissions."""
+"""A one-notebook course built on the fly (``01_fixture``), for testing the grader on damaged submissions: the
+one-exercise course of ``double``, or any exercises a test gives, and a class of its notebooks graded."""
 
 from __future__ import annotations
 
@@ -40,26 +41,54 @@ def _meta(grade_id: str, **flags) -> dict:
 def make_course(root: Path, hidden: tuple[str, ...] = (HIDDEN,)) -> conventions.Assignment:
     """``root/solutions/01_fixture/fixture.ipynb`` and its student version in ``root/notebooks``; ``hidden``:
     the hidden test cells (``test_double_hidden``, then ``test_double_hidden_2``, ...; 2 points each)."""
-    nb = new_notebook(cells=[
-        new_markdown_cell("# Fixture"),
-        new_code_cell("", metadata=_meta("setup")),
-        new_code_cell(SOLUTION, metadata=_meta("double", solution=True, locked=False)),
-        new_code_cell(VISIBLE, metadata=_meta("test_double", grade=True, points=1)),
-        *[new_code_cell(source, metadata=_meta("test_double_hidden" + (f"_{i + 1}" if i else ""), grade=True, points=2))
-          for i, source in enumerate(hidden)],
-    ], metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-                 "language_info": {"name": "python"}})
+    tests = [("test_double", 1, VISIBLE)]
+    tests += [("test_double_hidden" + (f"_{i + 1}" if i else ""), 2, source) for i, source in enumerate(hidden)]
+    return make_exercises_course(root, {"double": (SOLUTION, tests)})
+
+
+def make_exercises_course(root: Path, exercises: dict[str, tuple[str, list[tuple[str, int, str]]]],
+                          contracts: str | None = None) -> conventions.Assignment:
+    """The fixture notebook with ``exercises`` (name -> (solution cell, [(grade id, points, test cell), ...])) after
+    its set-up cell, built into ``root/notebooks``; ``contracts``: the text of its ``contracts/01_fixture.toml``."""
+    cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
+    for name, (solution, tests) in exercises.items():
+        cells.append(new_code_cell(solution, metadata=_meta(name, solution=True, locked=False)))
+        cells += [new_code_cell(source, metadata=_meta(grade_id, grade=True, points=points))
+                  for grade_id, points, source in tests]
+    nb = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                                            "name": "python3"}, "language_info": {"name": "python"}})
     source = root / "solutions" / "01_fixture" / "fixture.ipynb"   # derived from fixture.py by the build
     source.parent.mkdir(parents=True)
     write_text_source(source, nb)
+    if contracts is not None:
+        (root / "contracts").mkdir()
+        (root / "contracts" / "01_fixture.toml").write_text(contracts, encoding="utf-8")
     build(root / "solutions", root / "notebooks")
     return conventions.Assignment("01_fixture", source)
 
 
+def release_path(root: Path) -> Path:
+    return root / "notebooks" / "01_fixture" / "fixture.ipynb"
+
+
+def grade_class(root: Path, notebooks: dict) -> tuple[dict, Path]:
+    """Each student's notebook (student -> nbformat notebook) submitted and graded in the test sandbox, two workers,
+    30 s a cell and 120 s a notebook: (student -> GradeRow, the OUT folder)."""
+    from autograder.batch.grading import grade
+    from autograder.sandbox.limits import Limits
+    from conftest import TEST_SANDBOX
+
+    for student, nb in notebooks.items():
+        submissions.write(nb, root / "submitted" / student / "01_fixture" / "fixture.ipynb")
+    out = root / "out"
+    rows = grade(root / "submitted", out, workers=2, progress=False, solutions_dir=root / "solutions",
+                 limits=Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX))
+    return {row.student_id: row for row in rows}, out
+
+
 def answer(assignment: conventions.Assignment, root: Path, code: str | None = None):
     """The student version with ``double`` answered by ``code`` (the solution when None)."""
-    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
-    return submissions.filled_in(assignment, {} if code is None else {"double": code}, release_path=release)
+    return submissions.filled_in(assignment, {} if code is None else {"double": code}, release_path=release_path(root))
 
 
 # A small class (test_shards, test_slurm). Names chosen so that each of 3 shards owns at least one student

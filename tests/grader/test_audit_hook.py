@@ -137,25 +137,17 @@ def test_each_forgery_gets_past_the_static_reader(name):
 
 @pytest.mark.slow
 def test_forged_reports_earn_nothing_and_honest_libraries_keep_full_marks(tmp_path):
-    from autograder.batch.grading import grade
-    from autograder.course import submissions
-    from autograder.sandbox.limits import Limits
-    from conftest import TEST_SANDBOX
-    from fixture_course import make_course
+    from fixture_course import answer, grade_class, make_course
     from nbformat.v4 import new_code_cell
 
     root = tmp_path / "course"
     assignment = make_course(root)
-    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
+    notebooks = {}
     for student, (code, own_cell, *_) in STUDENTS.items():
-        nb = submissions.filled_in(assignment, {"double": code}, release_path=release)
+        notebooks[student] = answer(assignment, root, code)
         if own_cell:
-            nb.cells.append(new_code_cell(own_cell))
-        submissions.write(nb, root / "submitted" / student / "01_fixture" / "fixture.ipynb")
-    out = root / "out"
-    rows = {r.student_id: r for r in grade(root / "submitted", out, workers=2, progress=False,
-                                           solutions_dir=root / "solutions",
-                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX))}
+            notebooks[student].cells.append(new_code_cell(own_cell))
+    rows, out = grade_class(root, notebooks)
     scores = {student: (rows[student].score, rows[student].status) for student in STUDENTS}
     assert scores == {student: (score, status) for student, (_, _, score, status) in STUDENTS.items()}, scores
     for student in FORGERIES:
@@ -193,20 +185,11 @@ def test_silencing_the_runners_timer_is_static_readers_blind_spot():
 
 @pytest.mark.slow
 def test_a_timed_call_that_silences_the_runners_timer_still_fails_past_its_limit(tmp_path):
-    from autograder.batch.grading import grade
-    from autograder.course import submissions
-    from autograder.sandbox.limits import Limits
-    from conftest import TEST_SANDBOX
-    from fixture_course import answer, make_course
+    from fixture_course import answer, grade_class, make_course
 
     root = tmp_path / "course"
     assignment = make_course(root, hidden=(TIMED_HIDDEN,))
-    for student, (code, _) in SLOW.items():
-        submissions.write(answer(assignment, root, code), root / "submitted" / student / "01_fixture" / "fixture.ipynb")
-    out = root / "out"
-    rows = {r.student_id: r for r in grade(root / "submitted", out, workers=2, progress=False,
-                                           solutions_dir=root / "solutions",
-                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120, sandbox=TEST_SANDBOX))}
+    rows, out = grade_class(root, {student: answer(assignment, root, code) for student, (code, _) in SLOW.items()})
     assert {student: rows[student].score for student in SLOW} == {student: score for student, (_, score) in SLOW.items()}
     page = (out / "feedback" / "slow_with_its_timer_silenced" / "01_fixture" / "fixture.html").read_text(encoding="utf-8")
     assert "CPU seconds (counted by the grader, outside your process); the limit is 1 s" in page

@@ -253,27 +253,10 @@ checks.assert_close(traced.args_after[0], torch.arange(4.0) * 2, atol=0, rtol=0,
 }
 
 
-def _course(root):
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-    from autograder.course import conventions
-    from autograder.course.build import build
-    from autograder.course.solution_source import write_text_source
-    from fixture_course import _meta
-
-    cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
-    for name, solution in SOLUTIONS.items():
-        visible, hidden = TESTS[name]
-        cells += [new_code_cell(solution, metadata=_meta(name, solution=True, locked=False)),
-                  new_code_cell(visible, metadata=_meta(f"test_{name}", grade=True, points=1)),
-                  new_code_cell(hidden, metadata=_meta(f"test_{name}_hidden", grade=True, points=2))]
-    nb = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                                            "name": "python3"}, "language_info": {"name": "python"}})
-    source = root / "solutions" / "01_fixture" / "fixture.ipynb"
-    source.parent.mkdir(parents=True)
-    write_text_source(source, nb)
-    build(root / "solutions", root / "notebooks")
-    return conventions.Assignment("01_fixture", source)
+def _exercises() -> dict:
+    """The fixture's two exercises, each with a visible cell (1 point) and a hidden one (2)."""
+    return {name: (solution, [(f"test_{name}", 1, TESTS[name][0]), (f"test_{name}_hidden", 2, TESTS[name][1])])
+            for name, solution in SOLUTIONS.items()}
 
 
 # student -> (answers, expected score of 6)
@@ -303,22 +286,12 @@ STUDENTS["correct_classmate"] = ({}, 6)
 
 @pytest.mark.slow
 def test_grading_fails_an_answer_that_modifies_its_input(tmp_path):
-    from autograder.batch.grading import grade
-    from autograder.sandbox.limits import Limits
-    from conftest import TEST_SANDBOX
+    from fixture_course import grade_class, make_exercises_course, release_path
 
     root = tmp_path / "course"
-    root.mkdir()
-    assignment = _course(root)
-    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
-    subs = root / "submitted"
-    for student, (answers, _) in STUDENTS.items():
-        nb = submissions.filled_in(assignment, answers, release_path=release)
-        submissions.write(nb, subs / student / "01_fixture" / "fixture.ipynb")
-    out = root / "out"
-    rows = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
-                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120,
-                                                         sandbox=TEST_SANDBOX))}
+    assignment = make_exercises_course(root, _exercises())
+    rows, out = grade_class(root, {student: submissions.filled_in(assignment, answers, release_path=release_path(root))
+                                   for student, (answers, _) in STUDENTS.items()})
     for student, (_, score) in STUDENTS.items():
         assert (rows[student].score, rows[student].max_score, rows[student].status) == (score, 6, "ok"), (
             f"{student}: {rows[student].score} / {rows[student].max_score}, {rows[student].status} ({rows[student].detail})")

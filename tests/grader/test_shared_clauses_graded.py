@@ -103,51 +103,24 @@ MESSAGES = {"returns_the_callers_tensor": "noisy_copy returned the caller's own 
             "returns_a_tensor_for_a_float": "mean_value returned a tensor (0-d), where a Python float is declared"}
 
 
-def _course(root):
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+WRAP = "# Hidden tests for {0} run when your notebook is graded.\n### BEGIN HIDDEN TESTS\n{1}\n### END HIDDEN TESTS"
 
-    from autograder.course import conventions
-    from autograder.course.build import build
-    from autograder.course.solution_source import write_text_source
-    from fixture_course import _meta
 
-    cells = [new_markdown_cell("# Fixture"), new_code_cell("", metadata=_meta("setup"))]
-    for name, solution in SOLUTIONS.items():
-        visible, hidden, edges = TESTS[name]
-        wrap = "# Hidden tests for {0} run when your notebook is graded.\n### BEGIN HIDDEN TESTS\n{1}\n### END HIDDEN TESTS"
-        cells += [new_code_cell(solution, metadata=_meta(name, solution=True, locked=False)),
-                  new_code_cell(visible, metadata=_meta(f"test_{name}", grade=True, points=1)),
-                  new_code_cell(wrap.format(name, hidden), metadata=_meta(f"test_{name}_hidden", grade=True, points=2)),
-                  new_code_cell(wrap.format(name, edges), metadata=_meta(f"test_{name}_hidden_edges", grade=True, points=1))]
-    nb = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                                            "name": "python3"}, "language_info": {"name": "python"}})
-    source = root / "solutions" / "01_fixture" / "fixture.ipynb"
-    source.parent.mkdir(parents=True)
-    write_text_source(source, nb)
-    (root / "contracts").mkdir()
-    (root / "contracts" / "01_fixture.toml").write_text(CONTRACTS, encoding="utf-8")
-    build(root / "solutions", root / "notebooks")
-    return conventions.Assignment("01_fixture", source)
+def _exercises() -> dict:
+    """The fixture's exercises: each with a visible cell (1 point), a core hidden cell (2) and an edge cell (1)."""
+    return {name: (solution, [(f"test_{name}", 1, TESTS[name][0]), (f"test_{name}_hidden", 2, WRAP.format(name, TESTS[name][1])),
+                              (f"test_{name}_hidden_edges", 1, WRAP.format(name, TESTS[name][2]))])
+            for name, solution in SOLUTIONS.items()}
 
 
 @pytest.mark.slow
 def test_each_shared_clause_broken_on_a_degenerate_branch_costs_exactly_its_edge_cells_point(tmp_path):
-    from autograder.batch.grading import grade
-    from autograder.sandbox.limits import Limits
-    from conftest import TEST_SANDBOX
+    from fixture_course import grade_class, make_exercises_course, release_path
 
     root = tmp_path / "course"
-    root.mkdir()
-    assignment = _course(root)
-    release = root / "notebooks" / "01_fixture" / "fixture.ipynb"
-    subs = root / "submitted"
-    for student, (answers, _) in STUDENTS.items():
-        submissions.write(submissions.filled_in(assignment, answers, release_path=release),
-                          subs / student / "01_fixture" / "fixture.ipynb")
-    out = root / "out"
-    rows = {r.student_id: r for r in grade(subs, out, workers=2, progress=False, solutions_dir=root / "solutions",
-                                           limits=Limits(cell_timeout_s=30, notebook_timeout_s=120,
-                                                         sandbox=TEST_SANDBOX))}
+    assignment = make_exercises_course(root, _exercises(), contracts=CONTRACTS)
+    rows, out = grade_class(root, {student: submissions.filled_in(assignment, answers, release_path=release_path(root))
+                                   for student, (answers, _) in STUDENTS.items()})
     for student, (_, score) in STUDENTS.items():
         row = rows[student]
         assert (row.score, row.max_score, row.status) == (score, 12, "ok"), (student, row.score, row.status, row.detail)
