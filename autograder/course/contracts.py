@@ -36,9 +36,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 
 from ..judge import return_types
-from .conventions import REPO_ROOT
 
-CONTRACTS_DIR = REPO_ROOT / "contracts"
 KEYS = {"returns", "errors", "generator", "mutates", "views", "not_raised", "device"}
 ERROR_KEYS = {"raises", "when", "argument", "outside", "inside"}
 
