@@ -60,17 +60,22 @@ def result_has_shared_elements(fn, *args, **kwargs) -> bool:
     return any(size > 1 and stride == 0 for size, stride in zip(result.shape, result.stride()))
 
 
+def storage_span(tensor: torch.Tensor) -> tuple[int, int] | None:
+    """The addresses ``[start, end)`` of the storage a tensor views (None for an empty tensor): two tensors whose
+    spans overlap share memory, as views of one buffer do."""
+    if tensor.numel() == 0:
+        return None
+    start = tensor.untyped_storage().data_ptr()
+    return start, start + tensor.untyped_storage().nbytes()
+
+
 def results_share_memory(fn, *args, **kwargs) -> bool:
     """Whether two tensors among those ``fn(*args, **kwargs)`` returns (in a tuple, list or dict) share memory:
     views of one buffer (``window[:, :-1], window[:, 1:]``), so that writing into one result changes another.
     A test instrument for "new tensors", built where the student's code runs with
     ``probes.make("utils.memory.results_share_memory", fn, *args)``: it returns plain data (a bool), because
     results arrive in the judge as separate copies."""
-    spans = []
-    for tensor in tree_leaves(fn(*args, **kwargs)):
-        if isinstance(tensor, torch.Tensor) and tensor.numel() > 0:
-            start = tensor.untyped_storage().data_ptr()
-            spans.append((start, start + tensor.untyped_storage().nbytes()))
+    spans = [storage_span(t) for t in tree_leaves(fn(*args, **kwargs)) if isinstance(t, torch.Tensor) and t.numel() > 0]
     return any(start < other_end and other_start < end
                for n, (start, end) in enumerate(spans) for other_start, other_end in spans[n + 1:])
 

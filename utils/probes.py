@@ -28,7 +28,9 @@ handle, it does with a probe:
   code runs, so it can be passed to an exercise (a model for an evaluation loop, say);
 * ``parameters(module)`` / ``num_parameters(module)``: a module's named parameters by value;
 * ``time_limit(seconds)``: a context manager; at grading time a call inside it that overruns is
-  stopped and fails with a clear message (in your own kernel it is measured after the fact).
+  stopped and fails with a clear message (in your own kernel it is measured after the fact);
+* ``default_dtype(torch.float64)``: a context manager; calls inside run with PyTorch's default dtype set
+  to it where the student's code runs, and it is put back afterwards ("float32 whatever the default").
 
 This module holds no exercise solution: students receive it as it is.
 """
@@ -44,6 +46,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from .memory import storage_span
 
 # Set by the judge (``autograder.judge``) in its own process. In a student's kernel it stays None and
 # every probe runs right here.
@@ -183,13 +187,6 @@ def _instances_in(value, kind, found: list) -> list:
     return found
 
 
-def _storage_span(tensor: torch.Tensor):
-    if tensor.numel() == 0:
-        return None
-    start = tensor.untyped_storage().data_ptr()
-    return start, start + tensor.untyped_storage().nbytes()
-
-
 def _array_span(array: np.ndarray):
     # The bytes a NumPy array (a view, strided, or a memmap) can reach: a tensor made from it with
     # torch.from_numpy lives inside them.
@@ -204,11 +201,11 @@ def _traced_call_here(fn, args, kwargs) -> dict:
     result = fn(*args, **kwargs)
     argument_objects = list(args) + list(kwargs.values())
     returns_argument = any(result is a for a in argument_objects if not isinstance(a, (int, float, str, bool, type(None))))
-    spans = [s for s in (_storage_span(t) for t in _instances_in(argument_objects, torch.Tensor, [])) if s]
+    spans = [s for s in (storage_span(t) for t in _instances_in(argument_objects, torch.Tensor, [])) if s]
     spans += [s for s in (_array_span(a) for a in _instances_in(argument_objects, np.ndarray, [])) if s]
     shares = False
     for tensor in _instances_in(result, torch.Tensor, []):
-        span = _storage_span(tensor)
+        span = storage_span(tensor)
         if span and any(span[0] < end and start < span[1] for start, end in spans):
             shares = True
     return {"result": result, "args_after": tuple(args), "kwargs_after": dict(kwargs),
@@ -219,7 +216,7 @@ def _repeated_calls_here(fn, argument_tuples) -> dict:
     results = [fn(*arguments) for arguments in argument_tuples]
     mutable = [r for r in results if not isinstance(r, (int, float, str, bool, bytes, type(None)))]
     same_object = any(a is b for n, a in enumerate(mutable) for b in mutable[n + 1:])
-    spans = [[s for s in (_storage_span(t) for t in _instances_in(r, torch.Tensor, [])) if s] for r in results]
+    spans = [[s for s in (storage_span(t) for t in _instances_in(r, torch.Tensor, [])) if s] for r in results]
     shares = any(start < other_end and other_start < end
                  for n, mine in enumerate(spans) for theirs in spans[n + 1:]
                  for start, end in mine for other_start, other_end in theirs)
@@ -287,6 +284,18 @@ def time_limit(seconds: float, what: str = "this call"):
 
         raise CheckFailure(f"{what}: took {elapsed:.2f} CPU seconds; the limit at grading time is {seconds:g} s.\n"
                            "Hint: look for work repeated inside a loop (recounting everything on every step).")
+
+
+@contextmanager
+def default_dtype(dtype):
+    """Calls inside run with PyTorch's default dtype set to ``dtype`` where the student's code runs; the
+    default it had is put back afterwards, whatever the block raised."""
+    previous = make("torch.get_default_dtype")
+    make("torch.set_default_dtype", dtype)
+    try:
+        yield
+    finally:
+        make("torch.set_default_dtype", previous)
 
 
 # The kernel-side half of each probe, looked up by the judge's requests by name.

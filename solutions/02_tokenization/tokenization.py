@@ -2821,11 +2821,8 @@ checks.assert_kept_on_fake_cuda(seen, name="the device of one_hot(ids, 5) for id
                                      "with torch.arange(vocab_size, device=ids.device)).")
 
 # float32 whatever the default dtype: a result built with torch.zeros or .float() would follow it.
-probes.make("torch.set_default_dtype", torch.float64)
-try:
+with probes.default_dtype(torch.float64):
     in_float64_default = one_hot(torch.tensor([1, 0]), 3)
-finally:
-    probes.make("torch.set_default_dtype", torch.float32)
 checks.assert_tensor(in_float64_default, name="one_hot(tensor([1, 0]), 3) with torch.set_default_dtype(torch.float64)",
                      shape=(2, 3), dtype=torch.float32,
                      hint="the contract says float32: give the dtype (dtype=torch.float32, .to(torch.float32)), do not "

@@ -520,11 +520,8 @@ checks.assert_true(not calls.same_object and not calls.shares_memory,
 for (T, d_model), pe in zip(((5, 8), (5, 8), (3, 8)), calls.results):
     checks.assert_close(pe, reference(T, d_model).float(), atol=1e-5, name=f"sinusoidal_encoding({T}, {d_model}) (repeated calls)")
 # float32 when no dtype is given, whatever the default dtype: a default read from torch.get_default_dtype() follows it.
-probes.make("torch.set_default_dtype", torch.float64)
-try:
+with probes.default_dtype(torch.float64):
     in_float64_default = sinusoidal_encoding(3, 4)
-finally:
-    probes.make("torch.set_default_dtype", torch.float32)
 checks.assert_tensor(in_float64_default, name="sinusoidal_encoding(3, 4) with torch.set_default_dtype(torch.float64)",
                      shape=(3, 4), dtype=torch.float32, hint="The default is dtype=torch.float32 (the signature's), not torch's "
                                                               "default dtype, which a user may have set to float64.")
@@ -847,11 +844,8 @@ checks.assert_true(not calls.same_object and not calls.shares_memory, name="offs
 for k, M in zip((3, 3, -2), calls.results):
     checks.assert_close(M.double(), reference(k, 4), atol=1e-6, name=f"offset_rotation({k}, 4) (repeated calls)")
 # float32 when no dtype is given, whatever the default dtype.
-probes.make("torch.set_default_dtype", torch.float64)
-try:
+with probes.default_dtype(torch.float64):
     in_float64_default = offset_rotation(2, 4)
-finally:
-    probes.make("torch.set_default_dtype", torch.float32)
 checks.assert_tensor(in_float64_default, name="offset_rotation(2, 4) with torch.set_default_dtype(torch.float64)",
                      shape=(4, 4), dtype=torch.float32, hint="The default is dtype=torch.float32 (the signature's), not torch's "
                                                               "default dtype, which a user may have set to float64.")
